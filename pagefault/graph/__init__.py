@@ -1,0 +1,7 @@
+"""The graph: state, context and wiring."""
+
+from pagefault.graph.context import Context
+from pagefault.graph.graph import build_graph, builder, graph, make_builder
+from pagefault.graph.state import InputState, PagefaultState
+
+__all__ = ["Context", "InputState", "PagefaultState", "build_graph", "builder", "graph", "make_builder"]

@@ -1,0 +1,75 @@
+"""Run-time configuration of a pagefault agent, passed as LangGraph ``context``.
+
+Every field can be given per run (``graph.invoke(..., context=Context(user_id="ana"))`` or the SDK's
+``context={...}``); a field left at its default is read from the environment variable
+``PAGEFAULT_<FIELD>`` when that is set.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+
+DEFAULT_PERSONA = (
+    "I am a helpful assistant with a long-term memory. I keep what the user tells me, "
+    "look things up before I answer, and say where my answers come from."
+)
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Who the agent serves, which model it runs and how big its main context is."""
+
+    user_id: str = field(default="default", metadata={
+        "description": "The user whose memory this run reads and writes. Scope comes only from here."})
+    agent_id: str = field(default="default", metadata={
+        "description": "The agent; each (user, agent) pair has its own core and archival memory."})
+    model: str = field(default="offline", metadata={
+        "description": "'offline' (the built-in rule-based model, not an LLM) or a LangChain model id "
+                       "such as 'openai:gpt-4o-mini'."})
+    base_url: str = field(default="", metadata={
+        "description": "OpenAI-compatible base URL for local servers (Ollama, vLLM); empty for the provider's."})
+    context_window: int = field(default=8192, metadata={
+        "description": "Token budget of the main context: system prompt, core memory, summary, messages, tools."})
+    warning_fraction: float = field(default=0.75, metadata={
+        "description": "Fraction of the window at which the agent gets a one-shot memory-pressure warning."})
+    compaction_trigger: float = field(default=0.9, metadata={
+        "description": "Fraction of the window at which the oldest messages are summarized and evicted."})
+    compaction_target: float = field(default=0.5, metadata={
+        "description": "Fraction of the window that compaction brings the main context down to."})
+    persona: str = field(default=DEFAULT_PERSONA, metadata={
+        "description": "The persona block a new user's agent starts with."})
+    core_block_limit: int = field(default=2000, metadata={
+        "description": "Character limit of each core memory block."})
+    top_k: int = field(default=5, metadata={
+        "description": "Results a memory search returns when the model does not say."})
+    data_dir: str = field(default=".pagefault", metadata={
+        "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            env = os.environ.get(f"PAGEFAULT_{f.name.upper()}")
+            if env is not None and getattr(self, f.name) == f.default:
+                setattr(self, f.name, _coerce(f.name, env, type(f.default)))
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError with a clear message for settings that cannot work."""
+        if self.context_window < 256:
+            raise ValueError(f"context_window must be at least 256 tokens, got {self.context_window}")
+        if not 0 < self.compaction_target < self.compaction_trigger <= 1:
+            raise ValueError("need 0 < compaction_target < compaction_trigger <= 1, got "
+                             f"{self.compaction_target} and {self.compaction_trigger}")
+        if not 0 < self.warning_fraction <= self.compaction_trigger:
+            raise ValueError("warning_fraction must be in (0, compaction_trigger]")
+        if not 1 <= self.top_k <= 50:
+            raise ValueError("top_k must be between 1 and 50")
+        if self.core_block_limit < 100:
+            raise ValueError("core_block_limit must be at least 100 characters")
+
+
+def _coerce(name: str, raw: str, kind: type) -> object:
+    try:
+        return kind(raw)
+    except ValueError as e:
+        raise ValueError(f"PAGEFAULT_{name.upper()}={raw!r} is not a valid {kind.__name__}") from e

@@ -1,0 +1,217 @@
+"""The offline model: a deterministic, rule-based stand-in for an LLM. It is NOT an LLM.
+
+It exists so that pagefault runs, demos and tests with no network and no API key. It does not
+understand language; it follows a handful of fixed rules that exercise the memory system:
+
+- a statement from the user is saved to archival memory (and a name, home or job also to the
+  ``human`` core block);
+- a question is answered by paging in first: it calls ``archival_memory_search`` and
+  ``conversation_search``, then answers with the best-matching hit and cites it;
+- on a memory-pressure warning it saves the user's recent statements before they are evicted;
+- asked to summarize (by compaction) it writes an extractive summary: the opening of each message.
+
+Anything it cannot handle gets a plain reply saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Sequence
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from pagefault.stores.lexical import query_terms
+from pagefault.tokens import message_text
+
+#: The compaction node's instruction; the offline model recognises it by this first line.
+SUMMARY_INSTRUCTION = "Summarize the conversation excerpt below for your own future reference."
+#: The reason node's memory-pressure note; the offline model recognises it by this marker.
+PRESSURE_MARKER = "MEMORY PRESSURE"
+
+_QUESTION_START = re.compile(
+    r"^(what|who|whom|whose|where|when|why|how|which|do|does|did|is|are|was|were|can|could|would|"
+    r"will|should|have|has|had|remind|tell me|recall|remember when)\b", re.I)
+_GREETING = re.compile(r"^(hi|hello|hey|thanks|thank you|ok|okay|bye|good (morning|evening|night))\b[\s!.,]*$", re.I)
+_CORE_FACTS = [
+    (re.compile(r"\b(?i:my name is) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)?)"), "Name: {}"),
+    (re.compile(r"\bI live in ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)"), "Lives in: {}"),
+    (re.compile(r"\bI work (?:as an? |at |for )([\w' -]+?)(?:[.,!;]|$| and )"), "Works: {}"),
+]
+_MEMORY_TOOLS = {"core_memory_append", "core_memory_replace", "archival_memory_insert",
+                 "archival_memory_search", "conversation_search"}
+_SUMMARY_SNIPPET = 160
+
+
+def _call_id(*parts: str) -> str:
+    return "call_" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:20]
+
+
+def _first_sentence(text: str, limit: int = _SUMMARY_SNIPPET) -> str:
+    text = " ".join(text.split())
+    m = re.search(r"(?<=[.!?])\s", text)
+    s = text[: m.start()] if m else text
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def is_question(text: str) -> bool:
+    t = text.strip()
+    return t.endswith("?") or bool(_QUESTION_START.match(t))
+
+
+class OfflineChatModel(BaseChatModel):
+    """Deterministic rule-based chat model with tool calling. Not an LLM; see module docs."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "pagefault-offline"
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tools = [t["function"] for t in kwargs.get("tools") or []]
+        message = self._respond(messages, {t["name"]: t for t in tools})
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    # -- the rules -------------------------------------------------------------------------
+
+    def _respond(self, messages: list[BaseMessage], tools: dict[str, dict]) -> AIMessage:
+        system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
+        if system.startswith(SUMMARY_INSTRUCTION):
+            return AIMessage(content=self._summarize(messages))
+        history = [m for m in messages if not isinstance(m, SystemMessage)]
+        if not history:
+            return AIMessage(content="Hello! Tell me something to remember, or ask me a question.")
+        last = history[-1]
+        if isinstance(last, ToolMessage):
+            return self._answer_from_results(history)
+        if not isinstance(last, HumanMessage):
+            return AIMessage(content="(offline model) I have nothing to add.")
+        text = message_text(last).strip()
+        calls: list[dict[str, Any]] = []
+        seed = f"{len(history)}\x00{text}"
+        if PRESSURE_MARKER in system and "archival_memory_insert" in tools:
+            notes = [message_text(m).strip() for m in history[:-1] if isinstance(m, HumanMessage)]
+            notes = [n for n in notes if n and not is_question(n)]
+            if notes:
+                saved = "Saved under memory pressure: " + " | ".join(_first_sentence(n, 300) for n in notes[-8:])
+                calls.append(self._call("archival_memory_insert", {"text": saved[:4000], "tags": ["pressure"]}, seed))
+        user_tool = next((n for n in tools if n not in _MEMORY_TOOLS and re.search(rf"\b{re.escape(n)}\b", text)), None)
+        if user_tool:
+            calls.append(self._call(user_tool, _tool_args(tools[user_tool], text), seed))
+        elif not text or _GREETING.match(text):
+            if not calls:
+                return AIMessage(content="Hello! Tell me something to remember, or ask me a question.")
+        elif is_question(text):
+            for name in ("archival_memory_search", "conversation_search"):
+                if name in tools:
+                    calls.append(self._call(name, {"query": text}, seed))
+        else:
+            if "archival_memory_insert" in tools:
+                calls.append(self._call("archival_memory_insert", {"text": text[:20000]}, seed))
+            if "core_memory_append" in tools:
+                for pattern, template in _CORE_FACTS:
+                    m = pattern.search(text)
+                    line = template.format(m.group(1).strip()) if m else None
+                    if line and line not in system:
+                        calls.append(self._call("core_memory_append", {"section": "human", "text": line}, seed))
+        if not calls:
+            return AIMessage(content="(offline model) I can store statements and answer questions from memory.")
+        return AIMessage(content="", tool_calls=calls)
+
+    @staticmethod
+    def _call(name: str, args: dict[str, Any], seed: str) -> dict[str, Any]:
+        return {"name": name, "args": args, "id": _call_id(seed, name, json.dumps(args, sort_keys=True)),
+                "type": "tool_call"}
+
+    def _answer_from_results(self, history: list[BaseMessage]) -> AIMessage:
+        results: list[ToolMessage] = []
+        for m in reversed(history):
+            if not isinstance(m, ToolMessage):
+                break
+            results.insert(0, m)
+        question = next((message_text(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
+        errors = [r for r in results if r.status == "error"]
+        hits: list[dict[str, Any]] = []
+        saved: list[str] = []
+        other: list[str] = []
+        for r in results:
+            art = r.artifact if isinstance(r.artifact, dict) else {}
+            if r.status == "error":
+                continue
+            if "hits" in art:
+                hits += art["hits"]
+            elif r.name in _MEMORY_TOOLS:
+                saved.append(art.get("id") or art.get("section") or r.name)
+            else:
+                other.append(f"{r.name} returned: {message_text(r)}")
+        if errors:
+            return AIMessage(content="I could not do that: " + " ".join(message_text(e) for e in errors))
+        if other:
+            return AIMessage(content=" ".join(other))
+        if saved and not hits:
+            return AIMessage(content=f"Noted. I saved that to memory ({', '.join(saved)}).")
+        best = _best_hit(question, hits)
+        if best is None:
+            return AIMessage(content="I searched my memory but found nothing about that.")
+        cite = _citation_text(best)
+        text = best["text"]
+        if best["source"] == "recall":
+            text = text.split(": ", 1)[-1]
+        citation = {k: v for k, v in best.items() if k not in ("text", "score")}
+        return AIMessage(
+            content=f"From memory: {json.dumps(text, ensure_ascii=False)} {cite}",
+            response_metadata={"citations": [citation]},
+        )
+
+    def _summarize(self, messages: list[BaseMessage]) -> str:
+        body = message_text(messages[-1]) if messages else ""
+        previous, _, excerpt = body.partition("\n\nNEW MESSAGES:\n")
+        previous = previous.removeprefix("PREVIOUS SUMMARY:\n").strip()
+        lines = [previous] if previous and previous != "(none)" else []
+        for line in excerpt.splitlines():
+            speaker, _, said = line.partition(": ")
+            if said.strip():
+                lines.append(f"{speaker}: {_first_sentence(said)}")
+        return "\n".join(lines)
+
+
+def _tool_args(spec: dict[str, Any], text: str) -> dict[str, Any]:
+    props = spec.get("parameters", {}).get("properties", {})
+    strings = [k for k, v in props.items() if v.get("type") == "string"]
+    return {strings[0]: text} if strings else {}
+
+
+def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | None:
+    q = set(query_terms(question))
+    candidates = []
+    for rank, h in enumerate(hits):
+        body = h["text"].split(": ", 1)[-1] if h.get("source") == "recall" else h["text"]
+        if body.strip() == question.strip() or is_question(body):
+            continue  # the question itself, or another question, is no answer
+        overlap = len(q & set(query_terms(body)))
+        from_user = h.get("source") == "archival" or h["text"].startswith("user")
+        candidates.append((overlap, from_user, h.get("score", 0.0), -rank, h))
+    if not candidates:
+        return None
+    candidates.sort(key=lambda c: c[:4], reverse=True)
+    return candidates[0][4]
+
+
+def _citation_text(hit: dict[str, Any]) -> str:
+    if hit["source"] == "archival":
+        where = f", from thread {hit['thread_id']} turn {hit['turn']}" if hit.get("thread_id") else ""
+        return f"[archival {hit['id']}{where}]"
+    return f"[thread {hit['thread_id']}, turn {hit['turn']}]"

@@ -1,0 +1,8 @@
+"""The graph's nodes: reason, memory (page faults), dispatch (user tools) and compact."""
+
+from pagefault.nodes.compact import make_compact
+from pagefault.nodes.dispatch import make_dispatch
+from pagefault.nodes.memory import make_memory
+from pagefault.nodes.reason import make_reason
+
+__all__ = ["make_compact", "make_dispatch", "make_memory", "make_reason"]

@@ -1,0 +1,75 @@
+"""The ``memory`` node: MemGPT's page-fault handler.
+
+It carries out the memory tool calls of the last AI message against the tiers and returns one
+ToolMessage per call. A bad call (unknown tool, malformed or invalid arguments, an edit that
+cannot apply) becomes an error ToolMessage the model can act on; the run and the stores go on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from pagefault.graph.context import Context
+from pagefault.graph.state import PagefaultState
+from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services, thread_id
+from pagefault.tools import MemoryCall, ToolError, run_memory_tool
+
+
+def last_ai(state: PagefaultState) -> AIMessage | None:
+    for m in reversed(state.messages):
+        if isinstance(m, AIMessage):
+            return m
+    return None
+
+
+def answered_ids(state: PagefaultState) -> set[str]:
+    """Tool-call ids that already have a ToolMessage after the last AI message."""
+    out: set[str] = set()
+    for m in reversed(state.messages):
+        if isinstance(m, AIMessage):
+            break
+        if isinstance(m, ToolMessage):
+            out.add(m.tool_call_id)
+    return out
+
+
+def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
+    def memory(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = context_of(runtime)
+        ai = last_ai(state)
+        if ai is None:
+            return {}
+        svc = services(ctx)
+        # Provenance points at the user turn that led to this call.
+        user_idx = max((i for i, m in enumerate(state.messages) if isinstance(m, HumanMessage)), default=-1)
+        call = MemoryCall(
+            scope=scope_of(ctx), thread_id=thread_id(config),
+            turn=state.evicted_count + user_idx if user_idx >= 0 else -1,
+            message_id=(state.messages[user_idx].id or "") if user_idx >= 0 else "",
+            core=core_memory(runtime), archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
+        )
+        write = get_stream_writer()
+        done = answered_ids(state)
+        out = []
+        for tc in ai.tool_calls:
+            if tc["name"] in wiring.user_tool_names or tc["id"] in done:
+                continue
+            try:
+                result = run_memory_tool(call, tc["name"], tc["args"])
+                msg = ToolMessage(result.content, tool_call_id=tc["id"], name=tc["name"], artifact=result.artifact)
+            except ToolError as e:
+                msg = ToolMessage(f"Error: {e}", tool_call_id=tc["id"], name=tc["name"], status="error")
+            write({"event": "page_fault", "tool": tc["name"], "status": msg.status,
+                   "citations": (msg.artifact or {}).get("citations", [])})
+            out.append(msg)
+        for bad in ai.invalid_tool_calls:  # the provider's JSON did not parse
+            out.append(ToolMessage(f"Error: malformed call to {bad.get('name')}: {bad.get('error') or 'bad arguments'}",
+                                   tool_call_id=bad.get("id") or "invalid", name=bad.get("name") or "", status="error"))
+        return {"messages": out}
+
+    return memory

@@ -1,0 +1,47 @@
+"""The ``reason`` node: render the main context and call the model with every tool bound."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from pagefault.graph.context import Context
+from pagefault.graph.state import PagefaultState
+from pagefault.nodes.main_context import MainContext, build_main_context
+from pagefault.nodes.recall_sync import sync_recall
+from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services
+
+
+def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *, warn: bool = False) -> MainContext:
+    """The main context as the model would see it now, with its token accounting."""
+    ctx = context_of(runtime)
+    blocks = core_memory(runtime).blocks()
+    archival_count = services(ctx).archival.count(scope_of(ctx))
+    return build_main_context(state, ctx, wiring.counter(ctx), blocks, archival_count, wiring.tool_schemas, warn=warn)
+
+
+def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
+    def reason(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = context_of(runtime)
+        indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
+        main = measure(state, runtime, wiring)
+        warn = not state.pressure_warned and main.total >= ctx.warning_fraction * ctx.context_window
+        if warn:
+            main = measure(state, runtime, wiring, warn=True)
+            get_stream_writer()({"event": "memory_pressure", "tokens": main.total, "window": ctx.context_window})
+        model = wiring.chat_model(ctx).bind_tools(wiring.all_tools)
+        response = model.invoke([main.system_message(), *state.messages], config)
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=str(response.content))
+        return {
+            "messages": [response],
+            "recall_indexed": indexed,
+            "pressure_warned": state.pressure_warned or warn,
+            "tokens": main.tokens,
+        }
+
+    return reason

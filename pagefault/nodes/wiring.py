@@ -1,0 +1,105 @@
+"""What every node needs from the run: scope, stores, model, token counter, thread and checkpoint."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.runtime import Runtime
+
+from pagefault.graph.context import Context
+from pagefault.models import load_chat_model, token_model_name
+from pagefault.stores.core import CoreMemory
+from pagefault.stores.scope import Scope
+from pagefault.stores.services import MemoryServices
+from pagefault.tokens import TokenCounter
+from pagefault.tools import MEMORY_TOOL_SCHEMAS
+
+_counters: dict[str, TokenCounter] = {}
+_counter_lock = threading.Lock()
+
+
+def token_counter(model_name: str) -> TokenCounter:
+    with _counter_lock:
+        if model_name not in _counters:
+            _counters[model_name] = TokenCounter(model_name)
+        return _counters[model_name]
+
+
+@dataclass
+class Wiring:
+    """How a graph was built: an explicit model (else the context's) and the user's own tools."""
+
+    model: BaseChatModel | None = None
+    tools: Sequence[BaseTool] = ()
+    _schemas: list[dict[str, Any]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.tools]
+        clash = set(names) & {t.name for t in MEMORY_TOOL_SCHEMAS}
+        if clash:
+            raise ValueError(f"tool names {sorted(clash)} are reserved for pagefault's memory tools")
+        if len(set(names)) != len(names):
+            raise ValueError("tool names must be unique")
+        self._schemas = [convert_to_openai_tool(t) for t in self.all_tools]
+
+    @property
+    def user_tool_names(self) -> set[str]:
+        return {t.name for t in self.tools}
+
+    @property
+    def all_tools(self) -> list[BaseTool]:
+        return [*MEMORY_TOOL_SCHEMAS, *self.tools]
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
+
+    def chat_model(self, ctx: Context) -> BaseChatModel:
+        return self.model or load_chat_model(ctx.model, ctx.base_url)
+
+    def counter(self, ctx: Context) -> TokenCounter:
+        return token_counter(token_model_name(self.model, ctx.model))
+
+
+def context_of(runtime: Runtime[Context]) -> Context:
+    ctx = runtime.context
+    if ctx is None:
+        return Context()
+    if isinstance(ctx, dict):  # some callers hand the raw mapping through
+        return Context(**ctx)
+    return ctx
+
+
+def scope_of(ctx: Context) -> Scope:
+    return Scope(ctx.user_id, ctx.agent_id)
+
+
+def core_memory(runtime: Runtime[Context]) -> CoreMemory:
+    if runtime.store is None:
+        raise RuntimeError(
+            "pagefault needs a LangGraph store for core memory: use build_graph(store=...) or serve the "
+            "graph with `langgraph dev`, which provides one"
+        )
+    ctx = context_of(runtime)
+    return CoreMemory(runtime.store, scope_of(ctx), persona=ctx.persona, block_limit=ctx.core_block_limit)
+
+
+def services(ctx: Context) -> MemoryServices:
+    return MemoryServices.open(ctx.data_dir)
+
+
+def thread_id(config: RunnableConfig) -> str:
+    tid = (config.get("configurable") or {}).get("thread_id")
+    return str(tid) if tid is not None else "default"
+
+
+def checkpoint_id(config: RunnableConfig) -> str:
+    """The saved checkpoint this step started from (it holds the step's input messages)."""
+    conf = config.get("configurable") or {}
+    return str((conf.get("checkpoint_map") or {}).get("") or conf.get("checkpoint_id") or "")

@@ -1,0 +1,154 @@
+"""A BM25 index over memory text, in SQLite FTS5.
+
+Dense vectors miss exact names, numbers and rare words; BM25 catches them. This index is derived
+data: it can always be rebuilt from the store it shadows, so it is written after that store.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+# Words so common that OR-ing them into a BM25 query only adds noise.
+STOPWORDS = frozenset(
+    """a an the and or but if of at by for with about against between into through during before
+    after above below to from up down in out on off over under again further then once here there
+    when where why how all any both each few more most other some such no nor not only own same so
+    than too very s t can will just don should now i me my myself we our ours ourselves you your
+    yours yourself yourselves he him his himself she her hers herself it its itself they them their
+    theirs themselves what which who whom this that these those am is are was were be been being
+    have has had having do does did doing would could ought i'm you're he's she's it's we're
+    they're i've you've we've they've i'd you'd he'd she'd we'd they'd i'll you'll he'll she'll
+    we'll they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't didn't won't
+    wouldn't shan't shouldn't can't cannot couldn't mustn't let's that's who's what's here's
+    there's when's where's why's how's did does also""".split()
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-cased content words of a query, stopwords dropped (all words if that leaves none)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    content = [w for w in words if w not in STOPWORDS]
+    return content or words
+
+
+@dataclass(frozen=True)
+class LexicalDoc:
+    id: str
+    scope: str
+    text: str
+    thread_id: str = ""
+    created_at: float = 0.0
+    tags: tuple[str, ...] = ()
+
+
+class LexicalIndex:
+    """One FTS5 table per ``kind`` (archival, recall) in one SQLite file."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        if not re.fullmatch(r"[a-z_]+", kind):
+            raise ValueError(f"bad index kind {kind!r}")
+        self.kind = kind
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        t = kind
+        with self._db:
+            self._db.execute(
+                f"CREATE TABLE IF NOT EXISTS {t}_docs (rid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL,"
+                " scope TEXT NOT NULL, thread_id TEXT NOT NULL, created_at REAL NOT NULL,"
+                " tags TEXT NOT NULL, text TEXT NOT NULL)"
+            )
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t}_docs(scope, thread_id)")
+            self._db.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}_docs',"
+                " content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2')"
+            )
+
+    def upsert(self, docs: Iterable[LexicalDoc]) -> None:
+        t = self.kind
+        with self._lock, self._db:
+            for d in docs:
+                row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (d.id,)).fetchone()
+                if row is not None:
+                    self._db.execute(f"INSERT INTO {t}_fts({t}_fts, rowid, text) VALUES('delete', ?, ?)", row)
+                    self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
+                cur = self._db.execute(
+                    f"INSERT INTO {t}_docs(id, scope, thread_id, created_at, tags, text) VALUES (?,?,?,?,?,?)",
+                    (d.id, d.scope, d.thread_id, d.created_at, _tags_field(d.tags), d.text),
+                )
+                self._db.execute(f"INSERT INTO {t}_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        t = self.kind
+        with self._lock, self._db:
+            for id_ in ids:
+                row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (id_,)).fetchone()
+                if row is not None:
+                    self._db.execute(f"INSERT INTO {t}_fts({t}_fts, rowid, text) VALUES('delete', ?, ?)", row)
+                    self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
+
+    def search(
+        self,
+        query: str,
+        scope: str,
+        limit: int,
+        *,
+        thread_id: str | None = None,
+        tags: Sequence[str] = (),
+        start: float | None = None,
+        end: float | None = None,
+    ) -> list[tuple[str, float]]:
+        """(id, bm25 score; higher is better) for docs matching any query term, filters first."""
+        terms = query_terms(query)
+        if not terms:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in terms)
+        t = self.kind
+        sql = [
+            f"SELECT d.id, -bm25({t}_fts) AS s FROM {t}_fts JOIN {t}_docs d ON d.rid = {t}_fts.rowid",
+            f"WHERE {t}_fts MATCH ? AND d.scope = ?",
+        ]
+        args: list[object] = [match, scope]
+        if thread_id is not None:
+            sql.append("AND d.thread_id = ?")
+            args.append(thread_id)
+        for tag in tags:
+            sql.append("AND instr(d.tags, ?) > 0")
+            args.append(f"|{tag}|")
+        if start is not None:
+            sql.append("AND d.created_at >= ?")
+            args.append(start)
+        if end is not None:
+            sql.append("AND d.created_at <= ?")
+            args.append(end)
+        sql.append("ORDER BY s DESC LIMIT ?")
+        args.append(limit)
+        with self._lock:
+            return [(r[0], float(r[1])) for r in self._db.execute(" ".join(sql), args)]
+
+    def ids(self, scope: str | None = None) -> set[str]:
+        t = self.kind
+        with self._lock:
+            if scope is None:
+                rows = self._db.execute(f"SELECT id FROM {t}_docs")
+            else:
+                rows = self._db.execute(f"SELECT id FROM {t}_docs WHERE scope=?", (scope,))
+            return {r[0] for r in rows}
+
+    def count(self, scope: str) -> int:
+        with self._lock:
+            return self._db.execute(f"SELECT count(*) FROM {self.kind}_docs WHERE scope=?", (scope,)).fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _tags_field(tags: Sequence[str]) -> str:
+    return "".join(f"|{t}|" for t in tags)

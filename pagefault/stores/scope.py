@@ -1,0 +1,39 @@
+"""Whose memory a call touches. Always taken from the run's context, never from tool args."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_MAX_ID = 256
+
+
+def _check_id(kind: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
+    if len(value) > _MAX_ID:
+        raise ValueError(f"{kind} is longer than {_MAX_ID} characters")
+    if any(ord(c) < 32 or c == "\x7f" for c in value):
+        raise ValueError(f"{kind} must not contain control characters")
+    return value
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A user's memory as seen by one agent: the unit of isolation for every tier."""
+
+    user_id: str
+    agent_id: str = "default"
+
+    def __post_init__(self) -> None:
+        _check_id("user_id", self.user_id)
+        _check_id("agent_id", self.agent_id)
+
+    @property
+    def key(self) -> str:
+        """A single string naming the scope, used as a metadata filter value."""
+        return f"{len(self.user_id)}:{self.user_id}|{self.agent_id}"
+
+    def namespace(self, *parts: str) -> tuple[str, ...]:
+        """A LangGraph store namespace under this scope (labels may not contain '.')."""
+        enc = lambda s: s.replace("%", "%25").replace(".", "%2E")  # noqa: E731
+        return ("pagefault", enc(self.user_id), enc(self.agent_id), *parts)
