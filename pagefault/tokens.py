@@ -140,7 +140,7 @@ class TokenCounter:
     def count_text(self, text: str) -> int:
         """Tokens in a plain string (special-token text is counted as ordinary text)."""
         n = len(self.encoding.encode_ordinary(text))
-        return n if self.margin == 1.0 else int(n * self.margin + 0.999)
+        return n if self.margin == 1.0 else -(-n * round(self.margin * 100) // 100)  # ceil, in integers
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a chat request, cached by id and content."""

@@ -120,7 +120,7 @@ class OfflineChatModel(BaseChatModel):
                     calls.append(self._call(name, {"query": text}, seed))
         else:
             if "archival_memory_insert" in tools:
-                calls.append(self._call("archival_memory_insert", {"text": text[:20000]}, seed))
+                calls.append(self._call("archival_memory_insert", {"text": _first_sentence(text, 1000)}, seed))
             if "core_memory_append" in tools:
                 for pattern, template in _CORE_FACTS:
                     m = pattern.search(text)

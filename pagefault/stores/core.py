@@ -84,7 +84,7 @@ class CoreMemory:
         new = f"{block.value}\n{text}" if block.value else text
         if len(new) > block.limit:
             raise CoreMemoryError(
-                f"section {label!r} would hold {len(new)} of its {block.limit} chars; shorten the text, or "
+                f"section {label!r} would hold {len(new)} chars, over its limit of {block.limit}; shorten the text, or "
                 f"use core_memory_replace to condense the section, or move details to archival memory"
             )
         return self._save(CoreBlock(label, new, block.limit, block.description))
@@ -100,7 +100,7 @@ class CoreMemory:
             raise CoreMemoryError(f"text {old!r} not found in section {label!r}; copy it exactly from the prompt")
         value = block.value.replace(old, new, 1)
         if len(value) > block.limit:
-            raise CoreMemoryError(f"section {label!r} would hold {len(value)} of its {block.limit} chars")
+            raise CoreMemoryError(f"section {label!r} would hold {len(value)} chars, over its limit of {block.limit}")
         return self._save(CoreBlock(label, value, block.limit, block.description))
 
     def set_block(self, label: str, value: str = "", *, limit: int | None = None, description: str = "") -> CoreBlock:

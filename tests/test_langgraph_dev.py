@@ -1,0 +1,280 @@
+"""End to end through ``langgraph dev``: the served graph, run context, the server's store.
+
+Starts the real dev server (``langgraph dev``, in-memory runtime) on a free loopback port and talks
+to it with ``langgraph_sdk``, as a LangGraph user would. Nothing here is mocked:
+
+- per-run settings travel as the run ``context`` (``runs.wait(..., context={"user_id": "ana"})``);
+- core memory lives in the *server's* store, so it is read back with ``client.store.get_item``;
+- archival memory lives in Chroma under ``PAGEFAULT_DATA_DIR``, which points at a temp dir.
+
+The server runs in a temp working directory with a copy of the repo's ``langgraph.json`` whose
+relative paths are made absolute: ``langgraph dev`` keeps its state in ``./.langgraph_api`` of its
+working directory, so this keeps the repo tree clean and keeps a developer's own dev-server state
+(threads, store) out of the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+
+REPO = Path(__file__).resolve().parents[1]
+GRAPH_ID = "pagefault"
+STARTUP_TIMEOUT = 60.0
+RUN_TIMEOUT = 60.0
+LOG_TAIL_CHARS = 12000
+
+
+class DevServer:
+    def __init__(self, proc: subprocess.Popen, url: str, log_path: Path, data_dir: Path, workdir: Path):
+        self.proc = proc
+        self.url = url
+        self.log_path = log_path
+        self.data_dir = data_dir
+        self.workdir = workdir
+
+    def log(self, tail: int = LOG_TAIL_CHARS) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError as e:
+            return f"(no server log: {e})"
+        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # the server logs in colour
+        return text if len(text) <= tail else "...\n" + text[-tail:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # the server runs in its own process group
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _server_config(workdir: Path) -> Path:
+    """The repo's langgraph.json with its relative graph and dependency paths made absolute."""
+    config = json.loads((REPO / "langgraph.json").read_text())
+
+    def absolute(p: str) -> str:
+        return str((REPO / p).resolve()) if not os.path.isabs(p) and (p.startswith(".") or "/" in p) else p
+
+    graphs = {}
+    for gid, spec in config.get("graphs", {}).items():
+        if isinstance(spec, dict):
+            path, _, var = spec["path"].rpartition(":")
+            graphs[gid] = {**spec, "path": f"{absolute(path)}:{var}"}
+        else:
+            path, _, var = spec.rpartition(":")
+            graphs[gid] = f"{absolute(path)}:{var}"
+    config["graphs"] = graphs
+    config["dependencies"] = [absolute(d) for d in config.get("dependencies", [])]
+    if isinstance(config.get("env"), str):
+        config["env"] = absolute(config["env"])
+    out = workdir / "langgraph.json"
+    out.write_text(json.dumps(config, indent=2))
+    return out
+
+
+def _server_env(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PAGEFAULT_")  # a developer's PAGEFAULT_MODEL etc. must not leak in
+           and k not in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_API_KEY", "OPENAI_API_KEY")}
+    env.update({
+        "PAGEFAULT_DATA_DIR": str(data_dir),
+        "PAGEFAULT_MODEL": "offline",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",     # langgraph-cli usage analytics
+        "LANGGRAPH_NO_VERSION_CHECK": "true",  # langgraph-api's PyPI "newer version" check
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "ANONYMIZED_TELEMETRY": "False",       # Chroma (pagefault also disables it in code)
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+    })
+    return env
+
+
+def _wait_ready(server: DevServer, deadline: float) -> None:
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            pytest.fail(f"`langgraph dev` exited with code {server.proc.returncode} before it was ready.\n"
+                        f"--- server log ---\n{server.log()}", pytrace=False)
+        try:
+            with urllib.request.urlopen(f"{server.url}/ok", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+            last_error = repr(e)
+        time.sleep(0.25)
+    pytest.fail(f"`langgraph dev` was not ready at {server.url}/ok within {STARTUP_TIMEOUT:.0f}s "
+                f"(last error: {last_error}).\n--- server log ---\n{server.log()}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    langgraph = Path(sys.executable).with_name("langgraph")
+    if not langgraph.exists():
+        found = shutil.which("langgraph")
+        pytest.fail(f"no `langgraph` executable next to {sys.executable} (PATH has: {found}); "
+                    "install the test extras: pip install -e '.[test]'", pytrace=False)
+    workdir = tmp_path_factory.mktemp("langgraph-dev")
+    data_dir = workdir / "pagefault-data"
+    config = _server_config(workdir)
+    port = _free_port()
+    log_path = workdir / "server.log"
+    cmd = [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
+           "--config", str(config)]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, env=_server_env(data_dir), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    srv = DevServer(proc, f"http://127.0.0.1:{port}", log_path, data_dir, workdir)
+    try:
+        _wait_ready(srv, time.monotonic() + STARTUP_TIMEOUT)
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(autouse=True)
+def _server_log_on_failure(request: pytest.FixtureRequest, server: DevServer):
+    """Print the server log when a test in this module fails."""
+    failed_before = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed_before:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        text = f"\n--- langgraph dev log ({server.log_path}) ---\n{server.log()}\n--- end of server log ---"
+        if reporter is not None:
+            reporter.write_line(text)
+        else:
+            print(text, file=sys.stderr)
+
+
+@pytest.fixture(scope="module")
+def client(server: DevServer):
+    # api_key=None: send no key even if LANGSMITH_API_KEY is set in the environment.
+    return get_sync_client(url=server.url, api_key=None, timeout=RUN_TIMEOUT)
+
+
+def _run(client, user_id: str, text: str, thread_id: str | None = None) -> tuple[str, dict]:
+    """One user turn on a (new) thread; the thread id and its state values afterwards."""
+    if thread_id is None:
+        thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, GRAPH_ID, input={"messages": [{"role": "user", "content": text}]},
+                     context={"user_id": user_id})
+    return thread_id, client.threads.get_state(thread_id)["values"]
+
+
+def _human_block(client, user_id: str) -> str | None:
+    """The user's ``human`` core block as the server's store holds it; None if there is none."""
+    try:
+        item = client.store.get_item(("pagefault", user_id, "default", "core"), "human")
+    except httpx.HTTPStatusError as e:
+        if e.response.status_code == 404:
+            return None
+        raise
+    return None if item is None else item["value"]["value"]
+
+
+def _last_ai(values: dict) -> dict:
+    return next(m for m in reversed(values["messages"]) if m["type"] == "ai")
+
+
+@pytest.fixture(scope="module")
+def ana_first_thread(client):
+    """Ana tells the agent two facts on her first thread."""
+    return _run(client, "ana", "My name is Ana and I live in Lisbon.")
+
+
+def test_graph_is_served(client):
+    assistants = client.assistants.search(graph_id=GRAPH_ID)
+    assert assistants, f"no assistant for graph {GRAPH_ID!r}; langgraph.json should serve it"
+
+
+def test_statement_is_paged_out(client, server, ana_first_thread):
+    thread_id, values = ana_first_thread
+    for key in ("messages", "tokens"):
+        assert key in values, f"state values lack {key!r}: {sorted(values)}"
+    answer = _last_ai(values)
+    assert "saved" in answer["content"].lower(), answer["content"]
+    assert not answer.get("tool_calls"), "the final AI message should be an answer, not more tool calls"
+
+    tools = [m for m in values["messages"] if m["type"] == "tool"]
+    inserts = [m for m in tools if m["name"] == "archival_memory_insert"]
+    assert inserts, f"no archival_memory_insert ToolMessage in {[m['name'] for m in tools]}"
+    assert "arc-" in inserts[0]["content"] and inserts[0].get("status", "success") == "success"
+    appends = [m for m in tools if m["name"] == "core_memory_append"]
+    assert len(appends) == 2, [m["content"] for m in appends]
+    # every tool call got exactly one result
+    calls = [tc["id"] for m in values["messages"] if m["type"] == "ai" for tc in m.get("tool_calls") or []]
+    assert sorted(calls) == sorted(m["tool_call_id"] for m in tools)
+
+    # Core memory went to the server's store, scoped by the run context's user_id.
+    human = _human_block(client, "ana")
+    assert human is not None, "no core block at ('pagefault', 'ana', 'default', 'core') / 'human'"
+    assert "Name: Ana" in human and "Lives in: Lisbon" in human, human
+    # Archival went to Chroma under PAGEFAULT_DATA_DIR, not the repo.
+    assert (server.data_dir / "chroma").is_dir(), f"no Chroma dir under {server.data_dir}"
+    assert values["tokens"]["window"] == 8192 and values["tokens"]["core"] > 0, values["tokens"]
+
+
+def test_core_memory_carries_over_to_a_new_thread(client, ana_first_thread):
+    first_thread, first_values = ana_first_thread
+    thread_id, values = _run(client, "ana", "What is my name?")
+    assert thread_id != first_thread
+    # The new thread starts with only the question; nothing was copied from the old one.
+    assert [m["content"] for m in values["messages"] if m["type"] == "human"] == ["What is my name?"]
+
+    tools = {m["name"] for m in values["messages"] if m["type"] == "tool"}
+    assert "archival_memory_search" in tools, tools
+    answer = _last_ai(values)["content"]
+    assert answer.startswith("From memory:") and "Ana" in answer, answer
+    assert f"from thread {first_thread} turn 0" in answer, f"citation should point at Ana's first thread: {answer}"
+
+    # The same core block is pinned in this thread's prompt: the store has it and the core segment
+    # of this thread's main context is as big as on the first thread after the save.
+    assert "Name: Ana" in (_human_block(client, "ana") or "")
+    assert values["tokens"]["core"] >= first_values["tokens"]["core"], (values["tokens"], first_values["tokens"])
+
+
+def test_other_user_does_not_see_ana(client, ana_first_thread):
+    _, ana_values = ana_first_thread
+    _, values = _run(client, "bob", "What is my name?")
+    answer = _last_ai(values)["content"]
+    assert "Ana" not in answer and "Lisbon" not in answer, answer
+    assert "found nothing" in answer, answer
+
+    human = _human_block(client, "bob")
+    assert human is None or "Ana" not in human, human
+    bob_items = client.store.search_items(("pagefault", "bob"), limit=100)["items"]
+    assert not any("Ana" in json.dumps(item["value"]) for item in bob_items), bob_items
+    # Bob's prompt carries an empty human block, smaller than Ana's.
+    assert values["tokens"]["core"] < ana_values["tokens"]["core"], (values["tokens"], ana_values["tokens"])
