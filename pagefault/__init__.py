@@ -5,14 +5,14 @@ kernel. What a user imports:
 
 - ``build_graph`` / ``graph``: the agent graph (``graph`` has no persistence, for ``langgraph dev``);
 - ``Context``: per-run settings (user, model, token budget, data directory);
-- ``open_embedded``: SQLite checkpointer + store in a local directory;
+- ``open_embedded`` / ``open_embedded_async``: SQLite checkpointer + store in a local directory;
 - ``OfflineChatModel``: the rule-based offline model (not an LLM) used when no model is configured;
 - ``OfflineEmbeddings``: the local MiniLM embedding (LangChain ``Embeddings``);
 - ``TokenCounter``: token accounting (tiktoken for OpenAI models, offline);
 - the stores: ``CoreMemory``, ``ArchivalStore``, ``RecallIndex``, ``MemoryServices``, ``Scope``.
 """
 
-from pagefault.embedded import EmbeddedPersistence, open_embedded
+from pagefault.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
 from pagefault.embeddings import OfflineEmbeddings
 from pagefault.graph import Context, PagefaultState, build_graph, graph
 from pagefault.models import OfflineChatModel, load_chat_model
@@ -22,5 +22,5 @@ from pagefault.tokens import TokenCounter
 __all__ = [
     "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "MemoryServices", "OfflineChatModel",
     "OfflineEmbeddings", "PagefaultState", "RecallIndex", "Scope", "TokenCounter", "build_graph", "graph",
-    "load_chat_model", "open_embedded",
+    "load_chat_model", "open_embedded", "open_embedded_async",
 ]

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.sqlite import SqliteStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from pagefault.graph.graph import build_graph
 
@@ -27,14 +30,15 @@ class EmbeddedPersistence:
     """The SQLite checkpointer and store of one data directory."""
 
     data_dir: str
-    checkpointer: SqliteSaver
-    store: SqliteStore
+    checkpointer: SqliteSaver | AsyncSqliteSaver
+    store: SqliteStore | AsyncSqliteStore
 
     def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None) -> CompiledStateGraph:
         """A pagefault graph persisted here."""
         return build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model)
 
     def close(self) -> None:
+        """Close the sync connections (the async variant closes itself on exit)."""
         self.checkpointer.conn.close()
         self.store.conn.close()
 
@@ -60,3 +64,15 @@ def open_embedded(data_dir: str = ".pagefault") -> EmbeddedPersistence:
     store = SqliteStore(_connect(os.path.join(path, "store.sqlite")))
     store.setup()
     return EmbeddedPersistence(path, saver, store)
+
+
+@asynccontextmanager
+async def open_embedded_async(data_dir: str = ".pagefault") -> AsyncIterator[EmbeddedPersistence]:
+    """The same files through LangGraph's async SQLite savers, for ``ainvoke`` and ``astream``."""
+    path = os.path.abspath(os.path.expanduser(data_dir))
+    os.makedirs(path, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(os.path.join(path, "checkpoints.sqlite")) as saver, \
+            AsyncSqliteStore.from_conn_string(os.path.join(path, "store.sqlite")) as store:
+        await saver.setup()
+        await store.setup()
+        yield EmbeddedPersistence(path, saver, store)
