@@ -164,7 +164,10 @@ def run_chat(args: argparse.Namespace, inp=sys.stdin, out=sys.stdout) -> None:
         s = Session(persistence, ctx, args.thread, out)
         while True:
             print("you> ", end="", file=out, flush=True)
-            line = inp.readline()
+            try:
+                line = inp.readline()
+            except KeyboardInterrupt:
+                break
             if not line:
                 break
             line = line.strip()
@@ -188,6 +191,8 @@ def run_chat(args: argparse.Namespace, inp=sys.stdin, out=sys.stdout) -> None:
                     print("unknown command; try /memory /context /search <q> /quit", file=out)
                 else:
                     print(f"agent> {s.say(line, trace=args.trace)}", file=out, flush=True)
+            except KeyboardInterrupt:
+                print("(interrupted; your message is saved in the thread)", file=out)
             except Exception as e:  # keep the REPL alive; the turn's input is already checkpointed
                 print(f"error: {type(e).__name__}: {e}", file=out)
 

@@ -33,6 +33,8 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
+from pagefault import Scope
+
 REPO = Path(__file__).resolve().parents[1]
 GRAPH_ID = "pagefault"
 STARTUP_TIMEOUT = 60.0
@@ -194,10 +196,14 @@ def _run(client, user_id: str, text: str, thread_id: str | None = None) -> tuple
 
 
 def _human_block(client, user_id: str) -> str | None:
-    """The user's ``human`` core block as the server's store holds it; None if there is none."""
+    """The user's ``human`` core block as the server's store holds it; None if there is none.
+
+    The namespace is ("pagefault", user_id, agent_id, "core"), with '.' and '%' in ids
+    percent-encoded (store labels may not contain '.'), which is what ``Scope.namespace`` gives.
+    """
     try:
-        item = client.store.get_item(("pagefault", user_id, "default", "core"), "human")
-    except httpx.HTTPStatusError as e:
+        item = client.store.get_item(Scope(user_id).namespace("core"), "human")
+    except httpx.HTTPStatusError as e:  # a missing item comes back as None; tolerate a 404
         if e.response.status_code == 404:
             return None
         raise
@@ -238,6 +244,7 @@ def test_statement_is_paged_out(client, server, ana_first_thread):
     assert sorted(calls) == sorted(m["tool_call_id"] for m in tools)
 
     # Core memory went to the server's store, scoped by the run context's user_id.
+    assert Scope("ana").namespace("core") == ("pagefault", "ana", "default", "core")
     human = _human_block(client, "ana")
     assert human is not None, "no core block at ('pagefault', 'ana', 'default', 'core') / 'human'"
     assert "Name: Ana" in human and "Lives in: Lisbon" in human, human

@@ -1,14 +1,16 @@
 """Run-time configuration of a pagefault agent, passed as LangGraph ``context``.
 
 Every field can be given per run (``graph.invoke(..., context=Context(user_id="ana"))`` or the SDK's
-``context={...}``); a field left at its default is read from the environment variable
-``PAGEFAULT_<FIELD>`` when that is set.
+``context={...}``). A field the run does not give is read from the environment variable
+``PAGEFAULT_<FIELD>`` when that is set; a value the run gives always wins, even one equal to the
+default (so a server's environment can never re-scope a run to another user).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 DEFAULT_PERSONA = (
     "I am a helpful assistant with a long-term memory. I keep what the user tells me, "
@@ -16,41 +18,52 @@ DEFAULT_PERSONA = (
 )
 
 
+def _env(name: str, default: Any) -> Callable[[], Any]:
+    """A default factory: ``PAGEFAULT_<NAME>`` if set (coerced to the default's type), else the default."""
+
+    def read() -> Any:
+        raw = os.environ.get(f"PAGEFAULT_{name.upper()}")
+        if raw is None:
+            return default
+        try:
+            return type(default)(raw)
+        except ValueError as e:
+            raise ValueError(f"PAGEFAULT_{name.upper()}={raw!r} is not a valid {type(default).__name__}") from e
+
+    return read
+
+
 @dataclass(kw_only=True)
 class Context:
     """Who the agent serves, which model it runs and how big its main context is."""
 
-    user_id: str = field(default="default", metadata={
+    user_id: str = field(default_factory=_env("user_id", "default"), metadata={
         "description": "The user whose memory this run reads and writes. Scope comes only from here."})
-    agent_id: str = field(default="default", metadata={
+    agent_id: str = field(default_factory=_env("agent_id", "default"), metadata={
         "description": "The agent; each (user, agent) pair has its own core and archival memory."})
-    model: str = field(default="offline", metadata={
+    model: str = field(default_factory=_env("model", "offline"), metadata={
         "description": "'offline' (the built-in rule-based model, not an LLM) or a LangChain model id "
                        "such as 'openai:gpt-4o-mini'."})
-    base_url: str = field(default="", metadata={
+    base_url: str = field(default_factory=_env("base_url", ""), metadata={
         "description": "OpenAI-compatible base URL for local servers (Ollama, vLLM); empty for the provider's."})
-    context_window: int = field(default=8192, metadata={
+    context_window: int = field(default_factory=_env("context_window", 8192), metadata={
         "description": "Token budget of the main context: system prompt, core memory, summary, messages, tools."})
-    warning_fraction: float = field(default=0.75, metadata={
+    warning_fraction: float = field(default_factory=_env("warning_fraction", 0.75), metadata={
         "description": "Fraction of the window at which the agent gets a one-shot memory-pressure warning."})
-    compaction_trigger: float = field(default=0.9, metadata={
+    compaction_trigger: float = field(default_factory=_env("compaction_trigger", 0.9), metadata={
         "description": "Fraction of the window at which the oldest messages are summarized and evicted."})
-    compaction_target: float = field(default=0.5, metadata={
+    compaction_target: float = field(default_factory=_env("compaction_target", 0.5), metadata={
         "description": "Fraction of the window that compaction brings the main context down to."})
-    persona: str = field(default=DEFAULT_PERSONA, metadata={
+    persona: str = field(default_factory=_env("persona", DEFAULT_PERSONA), metadata={
         "description": "The persona block a new user's agent starts with."})
-    core_block_limit: int = field(default=2000, metadata={
+    core_block_limit: int = field(default_factory=_env("core_block_limit", 2000), metadata={
         "description": "Character limit of each core memory block."})
-    top_k: int = field(default=5, metadata={
+    top_k: int = field(default_factory=_env("top_k", 5), metadata={
         "description": "Results a memory search returns when the model does not say."})
-    data_dir: str = field(default=".pagefault", metadata={
+    data_dir: str = field(default_factory=_env("data_dir", ".pagefault"), metadata={
         "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            env = os.environ.get(f"PAGEFAULT_{f.name.upper()}")
-            if env is not None and getattr(self, f.name) == f.default:
-                setattr(self, f.name, _coerce(f.name, env, type(f.default)))
         self.validate()
 
     def validate(self) -> None:
@@ -66,10 +79,3 @@ class Context:
             raise ValueError("top_k must be between 1 and 50")
         if self.core_block_limit < 100:
             raise ValueError("core_block_limit must be at least 100 characters")
-
-
-def _coerce(name: str, raw: str, kind: type) -> object:
-    try:
-        return kind(raw)
-    except ValueError as e:
-        raise ValueError(f"PAGEFAULT_{name.upper()}={raw!r} is not a valid {kind.__name__}") from e

@@ -162,7 +162,7 @@ class OfflineChatModel(BaseChatModel):
         if other:
             return AIMessage(content=" ".join(other))
         if saved and not hits:
-            return AIMessage(content=f"Noted. I saved that to memory ({', '.join(saved)}).")
+            return AIMessage(content=f"Noted. I saved that to memory ({', '.join(dict.fromkeys(saved))}).")
         best = _best_hit(question, hits)
         if best is None:
             return AIMessage(content="I searched my memory but found nothing about that.")

@@ -151,12 +151,10 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             cut[i] = truncate(m, keep, counter, where)
             total -= cost - counter.count_message(cut[i])
         replaced = list(cut.values())
-        shed = before.total - sum(costs[:n_evict]) - total
         if not evicted and not replaced:
             return {"recall_indexed": indexed}
         summary = summarize(ctx, state.summary, evicted, counter, config) if evicted else state.summary
-        after_tokens = (before.total - sum(costs[:n_evict]) - shed
-                        - counter.count_text(state.summary) + counter.count_text(summary))
+        after_tokens = total - counter.count_text(state.summary) + counter.count_text(summary)
         get_stream_writer()({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced),
                              "tokens_before": before.total, "tokens_after": after_tokens,
                              "window": ctx.context_window})

@@ -37,11 +37,14 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         response = model.invoke([main.system_message(), *state.messages], config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(response.content))
-        return {
+        update = {
             "messages": [response],
             "recall_indexed": indexed,
             "pressure_warned": state.pressure_warned or warn,
             "tokens": main.tokens,
         }
+        if not state.tokens:  # first turn of the thread: make every field visible in the state
+            update.update(summary=state.summary, evicted_count=state.evicted_count, compactions=state.compactions)
+        return update
 
     return reason
