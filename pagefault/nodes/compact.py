@@ -44,10 +44,10 @@ def eviction_units(messages: Sequence[BaseMessage]) -> list[list[int]]:
     while i < len(messages):
         unit = [i]
         m = messages[i]
-        if isinstance(m, AIMessage) and m.tool_calls:
-            ids = {tc["id"] for tc in m.tool_calls}
+        if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls):
+            # Every result that follows, including errors for calls whose JSON did not parse.
             j = i + 1
-            while j < len(messages) and isinstance(messages[j], ToolMessage) and messages[j].tool_call_id in ids:
+            while j < len(messages) and isinstance(messages[j], ToolMessage):
                 unit.append(j)
                 j += 1
             i = j
