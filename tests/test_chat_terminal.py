@@ -11,9 +11,8 @@ import re
 import sys
 from pathlib import Path
 
+import pexpect
 import pytest
-
-pexpect = pytest.importorskip("pexpect")
 
 TIMEOUT = 60
 PROMPT = "you> "
