@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import uuid
@@ -47,7 +48,7 @@ class Session:
         answer = ""
         for mode, chunk in self.graph.stream({"messages": [HumanMessage(text)]}, self.config, context=self.ctx,
                                              stream_mode=["updates", "custom"]):
-            if mode == "custom" and trace:
+            if mode == "custom":  # pressure warnings and compactions always show
                 self._event(chunk)
             elif mode == "updates":
                 for node, update in (chunk or {}).items():
@@ -205,7 +206,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     c = sub.add_parser("chat", help="chat in the terminal")
     c.add_argument("--user", default="default", help="user id (whose memory)")
     c.add_argument("--thread", default=None, help="thread id (a new one if omitted)")
-    c.add_argument("--data-dir", default=Context().data_dir, help="embedded store directory")
+    c.add_argument("--data-dir", default=os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"),
+                   help="embedded store directory (default: $PAGEFAULT_DATA_DIR or .pagefault)")
     c.add_argument("--model", default=None, help="model id, e.g. openai:gpt-4o-mini (default: offline)")
     c.add_argument("--trace", action="store_true", help="show page faults as they happen")
     args = parser.parse_args(list(argv) if argv is not None else None)

@@ -36,9 +36,15 @@ def speaker(message: BaseMessage) -> str:
     return message.type
 
 
+#: Tool results that only re-quote memory; recall keeps their first line, not the quoted payload.
+REQUOTING_TOOLS = frozenset({"archival_memory_search", "conversation_search"})
+
+
 def recall_text(message: BaseMessage) -> str:
     """How a message reads in recall: speaker, text, and any tool calls it made."""
     text = message_text(message)
+    if isinstance(message, ToolMessage) and message.name in REQUOTING_TOOLS:
+        text = text.split("\n", 1)[0]
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = "; ".join(f"{c['name']}({c['args']})" for c in message.tool_calls)
         text = f"{text} [called {calls}]".strip()
