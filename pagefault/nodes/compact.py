@@ -11,8 +11,10 @@ Rules it keeps (each a bug some peer shipped):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
@@ -109,20 +111,57 @@ def fit_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
     return "\n".join(["(older summary dropped)", *lines]) if lines else ""
 
 
-def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
-    def summarize(ctx: Context, previous: str, evicted: Sequence[BaseMessage], counter: TokenCounter, config) -> str:
-        max_tokens = int(SUMMARY_SHARE * ctx.context_window)
-        request = [
-            SystemMessage(content=f"{SUMMARY_INSTRUCTION} Merge the previous summary with the new messages. "
-                                  f"Keep names, facts, decisions and open tasks. At most {max_tokens * 3 // 4} words."),
-            HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
-        ]
-        try:
-            text = message_text(wiring.chat_model(ctx).invoke(request, config))
-        except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
-            text = message_text(OfflineChatModel().invoke(request))
-        return fit_summary(text.strip(), max_tokens, counter)
+def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
+              counter: TokenCounter, config: RunnableConfig | None = None) -> str:
+    """The running summary merged with the evicted messages, fitted to its share of the window."""
+    max_tokens = int(SUMMARY_SHARE * ctx.context_window)
+    request = [
+        SystemMessage(content=f"{SUMMARY_INSTRUCTION} Merge the previous summary with the new messages. "
+                              f"Keep names, facts, decisions and open tasks. At most {max_tokens * 3 // 4} words."),
+        HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
+    ]
+    try:
+        text = message_text(model.invoke(request, config))
+    except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
+        text = message_text(OfflineChatModel().invoke(request))
+    return fit_summary(text.strip(), max_tokens, counter)
 
+
+@dataclass
+class CompactionPlan:
+    """What one compaction does: evict the first ``evict`` messages, cut some of the rest down."""
+
+    evict: int
+    cut: dict[int, BaseMessage]
+    """Index into the messages after eviction -> its truncated copy (same id, replaces it)."""
+    tokens: int
+    """The main context's total after the plan, before the summary grows."""
+
+
+def plan_compaction(messages: Sequence[BaseMessage], costs: Sequence[int], total: int, ctx: Context,
+                    counter: TokenCounter, where: Callable[[int], str]) -> CompactionPlan:
+    """Evict down to the target and truncate what is still too big; ``where(i)`` locates message i."""
+    n_evict = plan_eviction(messages, costs, total - int(ctx.compaction_target * ctx.context_window))
+    kept = messages[n_evict:]
+    # A message too big for the window, or the current turn still over the trigger, is cut down
+    # in place, largest first (full text stays in recall), so compaction can never loop on it.
+    max_msg = int(MESSAGE_SHARE * ctx.context_window)
+    total -= sum(costs[:n_evict])
+    cut: dict[int, BaseMessage] = {}
+    for i in sorted(range(len(kept)), key=lambda i: -costs[n_evict + i]):
+        m, cost = kept[i], costs[n_evict + i]
+        if (m.additional_kwargs or {}).get("pagefault", {}).get("truncated") or cost <= MIN_TRUNCATE_TOKENS:
+            continue
+        over = total - int(ctx.compaction_trigger * ctx.context_window)
+        if cost <= max_msg and over <= 0:
+            break
+        keep = max(MIN_TRUNCATE_TOKENS, min(max_msg, cost - max(over, 0)) - 64)
+        cut[i] = truncate(m, keep, counter, where(n_evict + i))
+        total -= cost - counter.count_message(cut[i])
+    return CompactionPlan(n_evict, cut, total)
+
+
+def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def compact(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = context_of(runtime)
         svc = services(ctx)
@@ -131,30 +170,14 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         before = measure(state, runtime, wiring)
         messages = list(state.messages)
         costs = [counter.count_message(m) for m in messages]
-        target = int(ctx.compaction_target * ctx.context_window)
-        n_evict = plan_eviction(messages, costs, before.total - target)
-        evicted, kept = messages[:n_evict], messages[n_evict:]
-        # A message too big for the window, or the current turn still over the trigger, is cut down
-        # in place, largest first (full text stays in recall), so compaction can never loop on it.
-        max_msg = int(MESSAGE_SHARE * ctx.context_window)
-        total = before.total - sum(costs[:n_evict])
-        cut: dict[int, BaseMessage] = {}
-        for i in sorted(range(len(kept)), key=lambda i: -costs[n_evict + i]):
-            m, cost = kept[i], costs[n_evict + i]
-            if (m.additional_kwargs or {}).get("pagefault", {}).get("truncated") or cost <= MIN_TRUNCATE_TOKENS:
-                continue
-            over = total - int(ctx.compaction_trigger * ctx.context_window)
-            if cost <= max_msg and over <= 0:
-                break
-            keep = max(MIN_TRUNCATE_TOKENS, min(max_msg, cost - max(over, 0)) - 64)
-            where = f"thread {thread_id(config)} turn {state.evicted_count + n_evict + i}"
-            cut[i] = truncate(m, keep, counter, where)
-            total -= cost - counter.count_message(cut[i])
-        replaced = list(cut.values())
+        plan = plan_compaction(messages, costs, before.total, ctx, counter,
+                               lambda i: f"thread {thread_id(config)} turn {state.evicted_count + i}")
+        evicted = messages[:plan.evict]
+        replaced = list(plan.cut.values())
         if not evicted and not replaced:
             return {"recall_indexed": indexed}
-        summary = summarize(ctx, state.summary, evicted, counter, config) if evicted else state.summary
-        after_tokens = total - counter.count_text(state.summary) + counter.count_text(summary)
+        summary = summarize(wiring.chat_model(ctx), ctx, state.summary, evicted, counter, config) if evicted else state.summary
+        after_tokens = plan.tokens - counter.count_text(state.summary) + counter.count_text(summary)
         get_stream_writer()({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced),
                              "tokens_before": before.total, "tokens_after": after_tokens,
                              "window": ctx.context_window})
