@@ -144,9 +144,10 @@ def test_recall_index_rebuilds_from_the_checkpointer(embedded, data_dir, say):
     scope = Scope("ana")
     before = {(h.turn, h.text) for h in svc.recall.search(scope, "spare key flowerpot", 3, thread_id="t1")}
     # Wipe the derived index (both the vectors and the BM25 shadow), then rebuild it.
-    ids = list(svc.recall.index.lexical.ids(scope.key))
-    svc.recall.index.collection.delete(ids=ids)
-    svc.recall.index.lexical.delete(ids)
+    for index in (svc.recall.index, svc.recall.units):
+        ids = list(index.lexical.ids(scope.key))
+        index.collection.delete(ids=ids)
+        index.lexical.delete(ids)
     assert svc.recall.search(scope, "spare key flowerpot", 3) == []
     n = svc.recall.rebuild(embedded.checkpointer, scope, "t1")
     values = g.get_state({"configurable": {"thread_id": "t1"}}).values

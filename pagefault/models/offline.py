@@ -11,6 +11,11 @@ understand language; it follows a handful of fixed rules that exercise the memor
 - asked to summarize (by compaction) it writes an extractive summary: the opening of each message.
 
 Anything it cannot handle gets a plain reply saying so.
+
+It behaves like any LangChain chat model: it streams (word by word, tool calls as chunks), reports
+usage (tokens counted with ``cl100k_base``), honours ``stop`` and ``max_tokens``, and honours a
+forced ``tool_choice`` (``"any"`` or a tool name) by calling that tool with arguments taken from
+the message: the text for the first string parameter, its numbers for numeric ones, in order.
 """
 
 from __future__ import annotations
@@ -18,16 +23,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Sequence
+import threading
+from typing import Any, Iterator, Sequence
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.language_models import BaseChatModel, LangSmithParams
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field
 
 from pagefault.stores.lexical import query_terms
-from pagefault.tokens import message_text
+from pagefault.tokens import TokenCounter, message_text
 
 #: The compaction node's instruction; the offline model recognises it by this first line.
 SUMMARY_INSTRUCTION = "Summarize the conversation excerpt below for your own future reference."
@@ -59,6 +66,31 @@ def _first_sentence(text: str, limit: int = _SUMMARY_SNIPPET) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
+_counter: TokenCounter | None = None
+_counter_lock = threading.Lock()
+
+
+def _token_counter() -> TokenCounter:
+    global _counter
+    with _counter_lock:
+        if _counter is None:
+            _counter = TokenCounter("offline")
+        return _counter
+
+
+def _forced_tool(tool_choice: Any) -> str | bool | None:
+    """A tool name to force, True for "call some tool", False for "call none", None for free choice."""
+    if isinstance(tool_choice, dict):
+        return (tool_choice.get("function") or {}).get("name") or tool_choice.get("name") or True
+    if tool_choice in (None, "auto"):
+        return None
+    if tool_choice == "none":
+        return False
+    if tool_choice in ("any", "required", True):
+        return True
+    return str(tool_choice)
+
+
 def is_question(text: str) -> bool:
     t = text.strip()
     return t.endswith("?") or bool(_QUESTION_START.match(t))
@@ -67,11 +99,44 @@ def is_question(text: str) -> bool:
 class OfflineChatModel(BaseChatModel):
     """Deterministic rule-based chat model with tool calling. Not an LLM; see module docs."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
+    model_name: str = Field(default="pagefault-offline", alias="model")
+    """Reported as the model in response metadata and traces."""
+    temperature: float | None = None
+    """Accepted for compatibility; the rules are deterministic whatever it is."""
+    max_tokens: int | None = None
+    """Replies are cut to this many tokens."""
+    stop: list[str] | None = None
+    """Replies end before the first of these."""
+    streaming: bool = False
+
     @property
     def _llm_type(self) -> str:
         return "pagefault-offline"
 
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return True
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        return ["pagefault", "models", "offline"]
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = LangSmithParams(ls_provider="pagefault", ls_model_type="chat",
+                                 ls_model_name=str(kwargs.get("model") or self.model_name))
+        if self.temperature is not None:
+            params["ls_temperature"] = self.temperature
+        if kwargs.get("max_tokens", self.max_tokens) is not None:
+            params["ls_max_tokens"] = kwargs.get("max_tokens", self.max_tokens)
+        if stop or self.stop:
+            params["ls_stop"] = stop or self.stop
+        return params
+
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any):
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
     def _generate(
@@ -81,9 +146,74 @@ class OfflineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        tools = [t["function"] for t in kwargs.get("tools") or []]
-        message = self._respond(messages, {t["name"]: t for t in tools})
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, stop, **kwargs))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """The same reply as ``invoke``, word by word, then one chunk per tool call, then usage."""
+        message = self._reply(messages, stop, **kwargs)
+        for piece in re.findall(r"\s*\S+\s*", message_text(message)):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=piece))
+            if run_manager:
+                run_manager.on_llm_new_token(piece, chunk=chunk)
+            yield chunk
+        for i, tc in enumerate(message.tool_calls):
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[{
+                "name": tc["name"], "args": json.dumps(tc["args"]), "id": tc["id"], "index": i,
+                "type": "tool_call_chunk"}]))
+        yield ChatGenerationChunk(message=AIMessageChunk(
+            content="", usage_metadata=message.usage_metadata, response_metadata=message.response_metadata,
+            chunk_position="last"))
+
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> AIMessage:
+        """The rules' reply with stop, max_tokens, the model name and token usage applied."""
+        schemas = kwargs.get("tools") or []
+        tools = {t["function"]["name"]: t["function"] for t in schemas}
+        message = self._respond(messages, tools)
+        message = self._force(message, messages, tools, _forced_tool(kwargs.get("tool_choice")))
+        text = message_text(message) if isinstance(message.content, str) else None
+        if text is not None:
+            for seq in stop or self.stop or []:
+                if seq and seq in text:
+                    text = text[: text.index(seq)]
+            limit = kwargs.get("max_tokens", self.max_tokens)
+            counter = _token_counter()
+            if limit is not None and counter.count_text(text) > limit:
+                text = counter.encoding.decode(counter.encoding.encode_ordinary(text)[: max(limit, 0)])
+            message = message.model_copy(update={"content": text})
+        counter = _token_counter()
+        read = counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
+        wrote = counter.count_message(message)
+        meta = {**message.response_metadata, "model_name": str(kwargs.get("model") or self.model_name),
+                "model_provider": "pagefault"}
+        return message.model_copy(update={
+            "response_metadata": meta,
+            "usage_metadata": {"input_tokens": read, "output_tokens": wrote, "total_tokens": read + wrote},
+        })
+
+    def _force(self, message: AIMessage, messages: list[BaseMessage], tools: dict[str, dict],
+               forced: str | bool | None) -> AIMessage:
+        """Apply a forced ``tool_choice``: drop calls (False), or make sure the chosen tool is called."""
+        if forced is None or not tools:
+            return message
+        if forced is False:
+            return AIMessage(content=message_text(message) or "(offline model) No tool was allowed.",
+                             response_metadata=message.response_metadata)
+        allowed = [forced] if isinstance(forced, str) else list(tools)
+        calls = [tc for tc in message.tool_calls if tc["name"] in allowed]
+        if calls:
+            return message.model_copy(update={"tool_calls": calls})
+        text = next((message_text(m) for m in reversed(messages) if isinstance(m, HumanMessage)), "")
+        name = next((n for n in allowed if re.search(rf"\b{re.escape(n)}\b", text)), allowed[0])
+        if name not in tools:
+            raise ValueError(f"tool_choice names {name!r}, which is not among the bound tools {sorted(tools)}")
+        call = self._call(name, _tool_args(tools[name], text), f"{len(messages)}\x00{text}")
+        return AIMessage(content="", tool_calls=[call])
 
     # -- the rules -------------------------------------------------------------------------
 
@@ -189,9 +319,19 @@ class OfflineChatModel(BaseChatModel):
 
 
 def _tool_args(spec: dict[str, Any], text: str) -> dict[str, Any]:
+    """The message text for the first string parameter, its numbers for numeric ones, in order."""
     props = spec.get("parameters", {}).get("properties", {})
-    strings = [k for k, v in props.items() if v.get("type") == "string"]
-    return {strings[0]: text} if strings else {}
+    numbers = iter(re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", text))
+    args: dict[str, Any] = {}
+    for name, prop in props.items():
+        kind = prop.get("type")
+        if kind == "string" and not any(isinstance(v, str) for v in args.values()):
+            args[name] = text
+        elif kind in ("integer", "number"):
+            n = next(numbers, None)
+            if n is not None:
+                args[name] = int(float(n)) if kind == "integer" else float(n)
+    return args
 
 
 def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -203,7 +343,8 @@ def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | Non
             continue  # the question itself, or another question, is no answer
         overlap = len(q & set(query_terms(body)))
         from_user = h.get("source") == "archival" or h["text"].startswith("user")
-        candidates.append((overlap, from_user, h.get("score", 0.0), -rank, h))
+        # Scores of different searches are not comparable; on a tie prefer archival, then search order.
+        candidates.append((overlap, from_user, h.get("source") == "archival", -rank, h))
     if not candidates:
         return None
     candidates.sort(key=lambda c: c[:4], reverse=True)

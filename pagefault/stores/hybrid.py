@@ -1,7 +1,9 @@
-"""Hybrid search: a Chroma vector index and a BM25 index, fused by reciprocal rank.
+"""Hybrid search: a Chroma vector index and a BM25 index, fused by normalized score.
 
 Both sides apply the same filters (scope, thread, tags, time) *before* their limit, so a
-filtered search never comes back short because unfiltered hits used up the limit.
+filtered search never comes back short because unfiltered hits used up the limit. Each side's
+scores are min-max normalized over its candidates and summed with a weight: unlike rank fusion,
+a confident BM25 match on a rare name is not flattened to the level of a weak dense neighbour.
 """
 
 from __future__ import annotations
@@ -9,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from pagefault.embeddings import OfflineEmbeddings
 from pagefault.stores.lexical import LexicalDoc, LexicalIndex
 
-#: Reciprocal-rank-fusion constant (Cormack et al.); dampens the weight of top ranks.
-RRF_K = 60
 #: How many candidates each side contributes, relative to the requested k.
 CANDIDATE_FACTOR = 4
-MIN_CANDIDATES = 40
+MIN_CANDIDATES = 100
 TAG_PREFIX = "tag__"
 
 
@@ -38,6 +40,34 @@ class IndexedText:
         for t in self.tags:
             meta[TAG_PREFIX + t] = True
         return meta
+
+
+@dataclass
+class Signals:
+    """Candidate scores of one index for one query, by id."""
+
+    dense: dict[str, float] = field(default_factory=dict)
+    lexical: dict[str, float] = field(default_factory=dict)
+    docs: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+def normalized(scores: Mapping[str, float]) -> dict[str, float]:
+    """Min-max scale to [0, 1]; a single candidate (or a tie) scores 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return {i: 1.0 for i in scores}
+    return {i: (v - lo) / (hi - lo) for i, v in scores.items()}
+
+
+def fuse(weighted: Sequence[tuple[float, Mapping[str, float]]]) -> dict[str, float]:
+    """Weighted sum of normalized signals; a candidate a signal did not return scores 0 there."""
+    total: dict[str, float] = {}
+    for weight, scores in weighted:
+        for i, v in normalized(scores).items():
+            total[i] = total.get(i, 0.0) + weight * v
+    return total
 
 
 @dataclass
@@ -100,6 +130,37 @@ class HybridIndex:
         by_id = {i: Hit(i, d, 0.0, dict(m or {})) for i, d, m in zip(got["ids"], got["documents"], got["metadatas"])}
         return [by_id[i] for i in ids if i in by_id]
 
+    def signals(
+        self,
+        query: str,
+        query_vector: np.ndarray,
+        scope: str,
+        n: int,
+        *,
+        thread_id: str | None = None,
+        tags: Sequence[str] = (),
+        start: float | None = None,
+        end: float | None = None,
+    ) -> "Signals":
+        """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first."""
+        where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end)
+        dense = self.collection.query(
+            query_embeddings=query_vector.reshape(1, -1), n_results=n, where=where,
+            include=["documents", "metadatas", "distances"],
+        )
+        out = Signals()
+        for id_, doc, meta, dist in zip(dense["ids"][0], dense["documents"][0], dense["metadatas"][0],
+                                        dense["distances"][0]):
+            out.dense[id_] = 1.0 - float(dist)
+            out.docs[id_] = (doc, dict(meta or {}))
+        out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end))
+        return out
+
+    def resolve(self, ids: Sequence[str], docs: dict[str, tuple[str, dict[str, Any]]]) -> None:
+        """Fill in text and metadata for ids that only the lexical side returned."""
+        for hit in self.get([i for i in ids if i not in docs]):
+            docs[hit.id] = (hit.text, hit.metadata)
+
     def search(
         self,
         query: str,
@@ -112,26 +173,12 @@ class HybridIndex:
         end: float | None = None,
     ) -> list[Hit]:
         n = max(MIN_CANDIDATES, k * CANDIDATE_FACTOR)
-        where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end)
-        qvec = self.embeddings.embed_array([query])
-        dense = self.collection.query(
-            query_embeddings=qvec, n_results=n, where=where, include=["documents", "metadatas"]
-        )
-        lexical = self.lexical.search(
-            query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end
-        )
-        scores: dict[str, float] = {}
-        docs: dict[str, tuple[str, dict[str, Any]]] = {}
-        for rank, (id_, doc, meta) in enumerate(zip(dense["ids"][0], dense["documents"][0], dense["metadatas"][0])):
-            scores[id_] = scores.get(id_, 0.0) + 1.0 / (RRF_K + rank + 1)
-            docs[id_] = (doc, dict(meta or {}))
-        for rank, (id_, _) in enumerate(lexical):
-            scores[id_] = scores.get(id_, 0.0) + 1.0 / (RRF_K + rank + 1)
+        qvec = self.embeddings.embed_array([query])[0]
+        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end)
+        scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
-        missing = [i for i in ranked if i not in docs]
-        for hit in self.get(missing):
-            docs[hit.id] = (hit.text, hit.metadata)
-        return [Hit(i, docs[i][0], scores[i], docs[i][1]) for i in ranked if i in docs]
+        self.resolve(ranked, sig.docs)
+        return [Hit(i, sig.docs[i][0], scores[i], sig.docs[i][1]) for i in ranked if i in sig.docs]
 
     def count(self, scope: str) -> int:
         return self.lexical.count(scope)

@@ -132,6 +132,15 @@ class LexicalIndex:
         with self._lock:
             return [(r[0], float(r[1])) for r in self._db.execute(" ".join(sql), args)]
 
+    def texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Stored text by id (missing ids are left out)."""
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(f"SELECT id, text FROM {self.kind}_docs WHERE id IN ({marks})", list(ids))
+            return dict(rows.fetchall())
+
     def ids(self, scope: str | None = None) -> set[str]:
         t = self.kind
         with self._lock:

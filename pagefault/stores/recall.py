@@ -3,6 +3,11 @@
 The checkpointer is the source of truth. This index is derived from it: messages are indexed as
 they appear in saved checkpoints, each with its thread, turn and the checkpoint that holds it,
 and ``rebuild`` recreates the whole index by walking a thread's checkpoint history.
+
+Search looks at each turn twice: alone, and as a *unit* with the turns before and after it in the
+same thread (an answer often only makes sense next to its question). Four signals are fused (BM25
+and dense, on turns and on units), then turns in threads where many strong hits cluster get a
+small boost: conversations are local, and the rest of the matching exchange is usually nearby.
 """
 
 from __future__ import annotations
@@ -14,12 +19,19 @@ from typing import Any, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from pagefault.stores.hybrid import HybridIndex, IndexedText
+from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
 from pagefault.stores.scope import Scope
 from pagefault.tokens import message_text
 
 #: Longest text indexed per message (the embedding sees less; BM25 sees all of it).
 MAX_INDEXED_CHARS = 200_000
+#: Signal weights: BM25 on turns and on units count fully, the two dense views half each.
+WEIGHTS = {"turn_lexical": 1.0, "unit_lexical": 1.0, "turn_dense": 0.5, "unit_dense": 0.5}
+#: Thread boost: this share of the summed scores of a thread's hits among the top THREAD_POOL.
+THREAD_BOOST = 0.05
+THREAD_POOL = 20
+#: Candidates each signal contributes.
+CANDIDATES = 200
 
 
 def recall_id(scope: Scope, thread_id: str, turn: int) -> str:
@@ -73,8 +85,9 @@ class RecallHit:
 class RecallIndex:
     """Hybrid index of past turns, keyed by (scope, thread, turn)."""
 
-    def __init__(self, index: HybridIndex) -> None:
-        self.index = index
+    def __init__(self, index: HybridIndex, units: HybridIndex) -> None:
+        self.index = index  # one entry per turn
+        self.units = units  # the same ids, text = previous + this + next turn of the thread
 
     def add(
         self,
@@ -98,18 +111,71 @@ class RecallIndex:
                           "checkpoint_id": checkpoint_id or "", "external_id": str(meta.get("external_id", ""))},
             ))
         self.index.upsert(items)
+        self._index_units(scope, thread_id, items)
         return len(items)
+
+    def _index_units(self, scope: Scope, thread_id: str, items: list[IndexedText]) -> None:
+        """(Re)write the unit of each new turn and of the turn just before them (its next is now known)."""
+        if not items:
+            return
+        turns = {int(i.metadata["turn"]): i for i in items}
+        first, last = min(turns), max(turns)
+        around = [recall_id(scope, thread_id, t) for t in (first - 2, first - 1) if t >= 0 and t not in turns]
+        known = self.index.lexical.texts(around)
+        text = {t: i.text for t, i in turns.items()}
+        for t in (first - 2, first - 1):
+            rid = recall_id(scope, thread_id, t)
+            if rid in known:
+                text[t] = known[rid]
+        units = []
+        for t in sorted(text):
+            if t < first - 1:
+                continue
+            if t == first - 1:
+                hits = self.index.get([recall_id(scope, thread_id, t)])
+                if not hits:
+                    continue
+                base = IndexedText(hits[0].id, "", scope.key, thread_id, float(hits[0].metadata.get("created_at", 0)),
+                                   metadata={"turn": t})
+            else:
+                base = turns[t]
+            parts = [text[x] for x in (t - 1, t, t + 1) if x in text]
+            units.append(IndexedText(base.id, "\n".join(parts), scope.key, thread_id, base.created_at,
+                                     metadata={"kind": "recall_unit", "turn": t}))
+        self.units.upsert(units)
 
     def search(
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
         start: float | None = None, end: float | None = None,
     ) -> list[RecallHit]:
-        hits = self.index.search(query, scope.key, top_k, thread_id=thread_id, start=start, end=end)
+        qvec = self.index.embeddings.embed_array([query])[0]
+        n = max(CANDIDATES, top_k)
+        filters = dict(thread_id=thread_id, start=start, end=end)
+        turn = self.index.signals(query, qvec, scope.key, n, **filters)
+        unit = self.units.signals(query, qvec, scope.key, n, **filters)
+        scores = fuse([(WEIGHTS["turn_lexical"], turn.lexical), (WEIGHTS["unit_lexical"], unit.lexical),
+                       (WEIGHTS["turn_dense"], turn.dense), (WEIGHTS["unit_dense"], unit.dense)])
+        pool = sorted(scores, key=lambda i: scores[i], reverse=True)
+        docs = turn.docs
+        self.index.resolve(pool[:THREAD_POOL], docs)
+        by_thread: dict[str, float] = {}
+        for i in pool[:THREAD_POOL]:
+            if i in docs:
+                t = docs[i][1].get("thread_id", "")
+                by_thread[t] = by_thread.get(t, 0.0) + scores[i]
+        boosted = {}
+        for i in pool[: max(top_k * 4, THREAD_POOL * 4)]:
+            t = docs[i][1].get("thread_id", "") if i in docs else (unit.docs[i][1].get("thread_id", "") if i in unit.docs else "")
+            boosted[i] = scores[i] + THREAD_BOOST * by_thread.get(t, 0.0)
+        ranked = sorted(boosted, key=lambda i: boosted[i], reverse=True)[:top_k]
+        self.index.resolve(ranked, docs)
         out = []
-        for h in hits:
-            m = h.metadata
-            out.append(RecallHit(m.get("thread_id", ""), int(m.get("turn", -1)), m.get("role", ""), h.text,
-                                 m.get("message_id", ""), m.get("checkpoint_id", ""), h.score,
+        for i in ranked:
+            if i not in docs:
+                continue
+            text, m = docs[i]
+            out.append(RecallHit(m.get("thread_id", ""), int(m.get("turn", -1)), m.get("role", ""), text,
+                                 m.get("message_id", ""), m.get("checkpoint_id", ""), boosted[i],
                                  m.get("external_id", "")))
         return out
 

@@ -51,5 +51,6 @@ class MemoryServices:
                     )
                     return HybridIndex(col, LexicalIndex(index_path, kind), emb)
 
-                _open[path] = cls(path, emb, ArchivalStore(hybrid("archival")), RecallIndex(hybrid("recall")), client)
+                recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
+                _open[path] = cls(path, emb, ArchivalStore(hybrid("archival")), recall, client)
             return _open[path]
