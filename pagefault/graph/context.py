@@ -62,6 +62,9 @@ class Context:
         "description": "Results a memory search returns when the model does not say."})
     data_dir: str = field(default_factory=_env("data_dir", ".pagefault"), metadata={
         "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
+    respond: bool = field(default=True, metadata={
+        "description": "Whether the agent replies. False only records the input (paging, compaction and "
+                       "recall indexing as usual, no model call): used to import existing history."})
 
     def __post_init__(self) -> None:
         self.validate()

@@ -28,6 +28,8 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def reason(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = context_of(runtime)
         indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
+        if not ctx.respond:  # recording history: the input is paged and indexed, nobody answers
+            return {"recall_indexed": indexed}
         main = measure(state, runtime, wiring)
         warn = not state.pressure_warned and main.total >= ctx.warning_fraction * ctx.context_window
         if warn:
