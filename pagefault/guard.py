@@ -1,0 +1,475 @@
+"""The poisoning guard: a scanner for instruction-shaped text in memory.
+
+Memory poisoning is attacker text that is stored as a memory and later re-read by the model as
+if it were an instruction. Ordinary memories are statements about the world ("Ana lives in
+Lisbon"); poison is addressed to the model ("ignore all previous instructions", a fake
+``system:`` header, a tool call, "send the data to this URL", "your persona is now ...").
+``scan`` looks for those shapes with fixed rules, in the text and in every decoded view of it
+(base64, escapes, reversed, leetspeak, ...; see ``pagefault.decoded``), so it runs offline, is
+deterministic and explains each flag by rule name.
+
+It is a tripwire, not a proof: a paraphrase no rule covers gets through. What the rules catch,
+and how often they fire on ordinary conversation, is measured by ``benchmarks/injection.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from pagefault.decoded import decoded_views
+
+#: What the guard does with flagged memory: nothing, mark it untrusted, or hide it from search.
+GUARD_MODES = ("off", "flag", "quarantine")
+EXCERPT_CHARS = 80
+#: Characters of a text the scanner reads. Memory records are shorter (archival holds at most 20,000)
+#: and retrieval scans what is shown to the model, so this only bounds the cost of odd API calls.
+MAX_SCAN_CHARS = 100_000
+
+_W = r"(?:\W+\w+){0,%d}?\W+"  # up to N intervening words
+
+
+def _any(*words: str) -> str:
+    return "(?:" + "|".join(words) + ")"
+
+
+# -- vocabulary -------------------------------------------------------------------------------
+_IGNORE = _any(
+    r"ignor\w*", r"disregard\w*", r"forget\w*", r"bypass\w*", r"overrid\w*", r"skip",
+    r"set aside", r"pay no attention to", r"do ?n[o']t (?:follow|obey)", r"stop (?:following|obeying)",
+    r"no longer (?:follow|obey)", r"abandon\w*", r"discard\w*", r"never ?mind", r"throw (?:out|away)", r"scrap",
+    r"do ?n[o']t (?:listen to|pay attention to|heed)", r"stop listening to", r"neglect", r"drop", r"overlook\w*",
+    # de, fr, es, it
+    r"vergiss\w*", r"vergessen", r"missachte\w*", r"oubli\w*", r"olvid\w*", r"dimentica\w*",
+    r"non (?:seguire|rispettare)",
+)
+_INSTRUCTIONS = _any(
+    r"instructions?", r"directions", r"directives?", r"guidelines", r"guidance", r"prompts?", r"programming",
+    r"system (?:message|prompt)s?", r"commands", r"orders", r"constraints", r"guardrails", r"policies",
+    r"safety (?:rules|checks|filters|measures)", r"restrictions", r"(?:your|the above|these) rules",
+    r"(?:previous|prior|above|earlier|original|current) (?:rules|task|assignment|goal|objective|role|context)",
+    r"your (?:task|assignment|goal|objective|role|training)",
+    r"(?:previous|prior|earlier|original|default|safety|security|your) (?:settings|configuration|config|parameters)",
+    r"regeln", r"r[eè]gles", r"reglas", r"regole",
+    # de, fr, es, it
+    r"anweisungen", r"instruktionen", r"befehle", r"richtlinien", r"vorgaben", r"consignes", r"directives",
+    r"instrucciones", r"indicaciones", r"istruzioni", r"direttive",
+)
+#: Words that may stand between "ignore" and "instructions" ("ignore all of your previous system
+#: instructions"); arbitrary words may not, so "he forgot his instructions" is not an override.
+_EARLIER = _any(
+    r"previous\w*", r"prior", r"above", r"earlier", r"preceding", r"foregoing", r"former", r"original",
+    r"initial", r"existing", r"following", r"future", r"subsequent", r"all", r"any", r"every", r"your",
+    r"these", r"those", r"other", r"developer", r"system", r"safety", r"user", r"the", r"of", r"and", r"my", r"its",
+    r"above-mentioned", r"aforementioned", r"given", r"old", r"last", r"current", r"standing", r"default",
+    r"programmed", r"hidden", r"security", r"content", r"ethical", r"moral", r"core", r"base", r"built-in",
+    # de, fr, es, it
+    r"sie", r"alle", r"die", r"deine", r"ihre", r"bisherigen", r"vorherigen", r"obigen", r"vorigen", r"toutes?", r"les",
+    r"tes", r"vos", r"todas?", r"las", r"los", r"tus", r"sus", r"tutte", r"le", r"tue", r"gli", r"i tuoi",
+)
+_MODEL = _any(r"ai", r"a\.i\.", r"llm", r"bot", r"chatbot", r"assistant", r"model", r"language model", r"agent",
+              r"chatgpt", r"gpt", r"claude", r"copilot", r"gemini")
+#: Words that name an AI reader and little else (not "agent" or "model": travel agents, model trains).
+_AI = _any(r"ai", r"a\.i\.", r"llms?", r"language models?", r"chat ?bots?", r"ai (?:assistant|agent|model|system)s?",
+           r"(?:automated|autonomous) (?:agents?|assistants?|systems?|tools?|readers?)", r"ai agents?", r"gpt", r"chatgpt",
+           r"claude", r"copilot", r"gemini", r"the assistant", r"assistants", r"agents", r"coding agents?")
+_SECRETS = _any(r"api[ _-]?keys?", r"passwords?", r"credentials", r"secrets?", r"tokens?", r"environment variables",
+                r"env(?:ironment)? vars", r"private keys?", r"ssh keys?", r"credit card",
+                r"(?:activation|license|licence|product|serial|cd|windows|secret|access|signing) keys?")
+_DATA = _any(r"data", r"database", r"records?", r"emails?", r"history", r"conversations?", r"chat log", r"messages",
+             r"memory", r"memories", r"contacts", r"customer \w+", r"user(?:'s)? \w+", r"files?", r"summary", r"context",
+             r"everything", r"transcript", r"(?:kunden)?daten", r"verlauf", r"historique", r"donn[ée]es", r"datos",
+             r"historial", r"cronologia", r"dati", _SECRETS)
+_HIDDEN = _any(
+    r"system ?prompt", r"system (?:message|instructions)", r"hidden (?:prompt|instructions|message|text|rules)",
+    r"initial (?:instructions|prompt)", r"developer (?:message|prompt|instructions)", r"context window",
+    r"(?:your|the|base|original) (?:instructions|prompt|rules|configuration)", r"pre-?prompt",
+    # de, fr, es, it
+    r"system-?prompt", r"systemanweisungen", r"prompt (?:de |del )?sist[eè]m[ae]", r"prompt syst[eè]me",
+    r"instrucciones del sistema", r"istruzioni di sistema", r"consignes syst[eè]me",
+)
+_REVEAL = _any(
+    r"reveal", r"show", r"print", r"output", r"repeat", r"disclose", r"dump", r"leak", r"display", r"echo",
+    r"tell me", r"list", r"write out", r"recite", r"translate", r"give me", r"read (?:me|out)", r"include", r"paste",
+    r"copy", r"insert", r"put", r"summari[sz]e", r"describe", r"explain", r"paraphrase", r"spell out", r"enumerate",
+    r"verrate?", r"zeige?", r"gib", r"r[ée]v[ée]le[zr]?", r"montre[zr]?", r"affiche[zr]?", r"rivela", r"mostra",
+    r"revela", r"muestra",
+)
+_SEND = _any(r"send", r"e-?mail", r"forward", r"post", r"upload", r"transmit", r"exfiltrate", r"leak", r"submit",
+             r"copy", r"sync", r"report", r"deliver", r"beam", r"push", r"share", r"mail",
+             r"sende", r"schick", r"envoie", r"envoy", r"env[ií]a", r"invia", r"manda", r"inoltra", r"reenv[ií]a", r"leite")
+_DEST = r"(?:[\w.+-]+@[\w-]+\.[\w.-]+|https?://|www\.|\bftp://|\bwebhook)"
+_REPLY = _any(r"summary", r"summaries", r"responses?", r"repl(?:y|ies)", r"answers?", r"outputs?", r"messages?",
+              r"message")
+
+_RULES_SPEC: tuple[tuple[str, str, str], ...] = (
+    # 1. "ignore all previous instructions", in any of five languages, any word order nearby.
+    ("override", "tells the model to drop its instructions",
+     rf"\b{_IGNORE}\b(?:\W+{_EARLIER}){{0,6}}\W+{_INSTRUCTIONS}\b"
+     rf"|\b{_IGNORE}\W+(?:(?:all|everything|anything|what(?:ever)? (?:was|is|you were))\W+)?"
+     rf"(?:(?:written|said|told|stated|given)\W+)?(?:above|before this|you were told|prior|so far)\b"
+     rf"|\b{_IGNORE}\W+(?:\w+\W+){{0,2}}?(?:the|this) user(?:'s)?\W+(?:and|request|task|question|instead)"
+     rf"|\b{_IGNORE}\W+what(?:ever)? (?:\w+ ){{0,3}}?(?:told|instructed|programmed|trained) you\b"
+     rf"|\b{_IGNORE}\W+(?:\w+\W+){{0,3}}?(?:what(?:ever)? (?:you were|you've been|you have been|i|we) "
+     r"(?:told|instructed|given|programmed|said) (?:you )?(?:before|earlier|previously|so far|above)?"
+     r"|everything (?:you were told|above|before this|so far|you know|previous))"
+     r"|\b(?:setze|setzen sie)\b.{0,40}\bau(?:ß|ss)er kraft\b"
+     r"|\b(?:alles|tout|todo|tutto)\W+(?:\w+\W+){0,2}?(?:was (?:dir|man dir) gesagt|ce qu'on t'a dit|"
+     r"lo que te (?:dijeron|han dicho)|quello che ti (?:è stato|hanno) detto)"
+     rf"|\b{_INSTRUCTIONS}\W+(?:\w+\W+){{0,3}}?(?:anteriores|pr[ée]c[ée]dentes|precedenti|vorherigen|bisherigen)\b"
+     rf"|\b(?:{_EARLIER}\W+){{1,4}}{_INSTRUCTIONS}\W+(?:are|is|have been|has been|were|was|should be|must be|shall be)\W+"
+     r"(?:now\W+|hereby\W+|henceforth\W+)?(?:void|null|cancel+ed|revoked|obsolete|outdated|invalid|rescinded|superseded|"
+     r"replaced|overridden|suspended|lifted|irrelevant|no longer (?:valid|in effect|applicable|relevant))\b"
+     rf"|\b(?:consider|treat|regard|deem)\W+(?:{_EARLIER}\W+){{0,4}}{_INSTRUCTIONS}\W+(?:as\W+)?(?:void|null|cancel+ed|"
+     r"revoked|obsolete|invalid|irrelevant|rescinded)\b"
+     rf"|\b(?:{_EARLIER}\W+){{1,4}}{_INSTRUCTIONS}\W+(?:no longer|do ?n[o']t|do not|does ?n[o']t|never)\W+appl(?:y|ies)\b"
+     rf"|\b{_IGNORE}\W+(?:all\W+)?(?:everything|anything)\W+(?:and|,|then)\W+(?:just\W+)?(?:answer|tell|reveal|print|say|"
+     r"respond|reply|do|follow|output|write|list|show)\b"),
+    # 2. A new rule set: "new instructions:", "from now on you must", "your rules have changed".
+    ("new_instructions", "announces new instructions or permissions",
+     r"(?:^|[.!?]\s+|[\-#*>\[=]\s*)(?:begin(?:ning of)? |start of )?(?:here (?:are|is) (?:your|the) )?new "
+     r"(?:priority |important |system )?"
+     r"(?:instructions?|rules|directives?|task|orders|objective|guidelines)\s*[:\-]"
+     r"|\b(?:your|the) (?:new|real|true|updated) (?:instructions?|role|task|purpose|directive|objective|goal|rules|persona)"
+     r"\s+(?:is|are|will be)\b"
+     r"|\bfrom (?:now|this point|here) on(?:wards?)?,?\s+(?:you (?:must|shall|will|should|are to|have to|need to)\b"
+     r"(?! (?:be|see|have|love|get|find|need)\b)|you(?: are|'re) (?:an?|no longer|free|allowed|permitted|unrestricted)\b"
+     r"|your (?:only|new|sole|main)\b|ignore|always (?:respond|reply|answer|say|include|end|start)|respond|reply|answer|"
+     r"act as|comply|obey|follow only|only (?:respond|reply|answer|obey|follow))"
+     r"|\bjust (?:say|print|output|write|type|reply|respond with|answer)\s*[:\"'`]"
+     r"|\b(?:respond|reply|answer)\s+(?:only\s+)?with\s+(?:only\s+|just\s+)?(?:the (?:word|phrase|text)\s+)?[\"'`]\S"
+     r"|\byour (?:only|sole|new|real) (?:job|task|goal|purpose|instruction|mission|function) (?:now )?is\b"
+     r"|\b(?:developers?|creators?|openai|anthropic|admins?|administrators?|owners?|operators?) ha(?:ve|s) (?:now )?"
+     r"(?:authori[sz]ed|allowed|permitted|approved|updated|changed|enabled|instructed|unlocked) (?:you|the (?:ai|assistant|model))"
+     r"|\byou (?:have been|are|were|got) (?:now )?(?:freed|liberated|released|unshackled|unchained|jailbroken|unlocked)\b"
+     r"|\b(?:no longer|not|never) (?:be )?(?:bound|limited|restricted|constrained) by (?:any|your|the|these|those|its)\b"
+     r"|\byou (?:can|may|are allowed to|are free to|'re allowed to) (?:now )?(?:say|do|answer|write|generate) "
+     r"(?:anything|everything|whatever)\b"
+     r"|\bfor the (?:rest|remainder) of (?:this|the) (?:task|session|conversation|chat)\b.{0,40}\b(?:ignore|only|must|"
+     r"follow|without)"
+     r"|\b(?:rules|guidelines|instructions|polic(?:y|ies)|restrictions|settings|safety|filters?|guardrails|moderation)"
+     r"\s+(?:enforcement\s+|checks\s+)?(?:ha(?:ve|s) (?:been |now )?|(?:is|are) (?:now |hereby )?)"
+     r"(?:changed|updated|lifted|removed|disabled|revoked|overridden|suspended|deactivated|paused|turned off)"
+     r"|\b(?:obey|comply with|follow|trust)\w* (?:\w+ )?(?:without (?:question|hesitation|checking|verification)|"
+     r"unconditionally|blindly)"
+     r"|\b(?:is|are) (?:the|a|an|your) (?:system )?(?:administrator|admin|developer|root user|superuser|owner)\b.{0,40}"
+     r"\b(?:obey|comply|trust|follow|do whatever|grant)"
+     r"|\bI(?:'m| am) (?:your|the ai's|the assistant's) (?:developer|creator|admin|administrator|owner|operator|programmer|"
+     r"maker|trainer)\b"
+     r"|\b(?:must|will|shall|should) (?:now )?comply with (?:every|all|any)\b|\bcomply with (?:every|any|all)thing\b"
+     r"|\bcomply (?:fully|with every request|without (?:question|restrictions))"
+     r"|\b(?:skip\w*|disabl\w*|turn\w* off|bypass\w*|remov\w*|deactivat\w*|lift\w*|suspend\w*|circumvent\w*)"
+     r" (?:all |any |the |your |its |of )*(?:safety|security|content|ethical|moral) (?:checks?|filters?|layers?|"
+     r"confirmations?|guidelines|polic(?:y|ies)|rules|protocols|measures|settings|guardrails|systems?|restrictions)"
+     r"|\bproceed without (?:asking|confirmation|approval|checking)"
+     r"|\bgranted (?:you )?(?:permission|authori[sz]ation) to (?:skip|ignore|bypass|disable)"
+     r"|\b(?:user|admin(?:istrator)?|developer) (?:is|has been) (?:an? )?(?:admin|verified|authori[sz]ed|granted)\b.{0,40}"
+     r"\b(?:grant|all|any|every)"),
+    # 3. Text that pretends to be the conversation's own framing: role headers, chat tokens, delimiters.
+    ("role_header", "fakes a system/assistant header, chat-template token or end-of-input delimiter",
+     r"^[\s>#*\-\[(]*(?:system|assistant|developer|admin|administrator|root)\s*[)\]]?\s*:(?!//)"
+     r"|^[\s#*\-\[(]*(?:reasoning|thought|thinking)\s*\((?:assistant|system)\)\s*:"
+     r"|\[/?(?:system|inst|sys|admin|assistant)\]|<<\s*/?sys\s*>>"
+     r"|<\|(?:im_start|im_end|system|user|assistant|endoftext|start_header_id|end_header_id|eot_id)\|>"
+     r"|</?(?:system|assistant|instructions?|system[_-]prompt|admin)>"
+     r"|#{2,}\s*(?:system|instructions?|new instructions|end)\b"
+     r"|\b(?:end of|/end) (?:the )?(?:document|user input|input|context|conversation|instructions|prompt|data)\b\W*"
+     r"(?:-{3,}|#{2,}|={3,}|\]|\n)"
+     r"|\[(?:context|document|input) end\]"
+     r"|\b(?:treat|consider|interpret|regard|read|handle) (?:the following|this|the text below|it|what follows|the next "
+     r"\w+) as (?:a |an |the |your )?(?:new )?(?:system|developer|admin|administrator|root)(?: (?:message|prompt|"
+     r"instruction|command|directive)s?)?\b"
+     r"|(?:-{3,}|={3,}|#{3,})\s*(?:begin|end|start)\s+(?:of\s+)?(?:new |system |admin |developer )?(?:instructions|prompt|"
+     r"system|rules)\b"
+     r"|\b(?:system|admin|developer|security|important system) (?:prompt )?(?:note|notice|message|update|override|"
+     r"command|alert|instruction|prompt|mode|patch|change)\s*(?:[:!]|--|—|–)"
+     r"|\bsystem prompt (?:update|change|override|patch)\b"
+     r"|\b(?:admin|system|root) command\b"
+     r"|\b(?:system|admin|security|safety|content) (?:override|filters?|restrictions|mode|guard(?:rail)?s?)\s*"
+     r"(?:enabled|activated|engaged|on\b|off\b|disabled|removed|lifted|:\s*(?:off|disabled|none|false|0)\b)"
+     r"|^\W*(?:override|jailbreak|sudo|god mode|admin mode|priority override)\s*:"
+     r"|\b(?:new|different|alternate|updated) persona (?:loaded|activated|enabled|installed|:)"
+     r"|\b(?:important|urgent|critical) (?:system )?(?:update|override|notice)\s*:.{0,60}\b(?:rules|instructions|you)\b"
+     r"|\bsystemhinweis\b|\bnota del sistema\b|\bnote syst[eè]me\b|\bnota di sistema\b|\bavviso di sistema\b"
+     r"|^\s*human\s*:.{0,200}\n\s*assistant\s*:"),
+    # 4. Rewriting who the model is: jailbreak personas, modes without rules.
+    ("persona", "tries to rewrite the assistant's persona or lift its rules",
+     rf"\byou(?: are|'re| r)? (?:now|no longer|from now on)\b(?:\W+\w+){{0,6}}?\W+(?:{_MODEL}|dan|unrestricted|"
+     r"uncensored|unfiltered|jailbroken|free|unbound|evil|without|no (?:rules|restrictions|limits|filters)|in \w+ mode)\b"
+     r"|\byou are now (?:dan|in \w+ mode|an? unrestricted|an? uncensored|jailbroken|free from)"
+     r"|\b(?:developer|god|debug|jailbreak|unrestricted|unfiltered|maintenance|sudo|dan|evil|admin|chaos|opposite) mode\b"
+     r"(?:\W+(?:\w+\W+){0,2}?(?:enabled|activated|unlocked|engaged)\b|\W*[,.:]?\s*(?:you|in which you|where you)\b|"
+     r" (?:has|have|with) no\b)"
+     r"|\b(?:enable|activate|enter|unlock|switch to|turn on|go into|engage) (?:the )?(?:developer|god|debug|jailbreak|"
+     r"unrestricted|dan|sudo|admin|opposite|evil|chaos|unfiltered|uncensored|root|superuser) mode\b"
+     r"|\bif you (?:had|have|were|didn't have|did not have) (?:no|without)\W+(?:\w+\W+)?(?:guidelines|rules|restrictions|"
+     r"filters|limits|ethics|morals|policies|programming)\b"
+     r"|\b(?:answer|respond|reply|speak)\w* as (?:that|this|an?|the|your) (?:\w+ )?(?:version|unfiltered|uncensored|"
+     r"unrestricted|evil|jailbroken|dark)\b"
+     r"|\b(?:never|won't ever|will never|must never|does not|doesn't|will not|won't|cannot|can't) refuses?\b"
+     r"(?:\W+(?:any|a|to|anything|requests?|questions?)\b|\W*$|\W*[.,;])"
+     r"|\b(?:simulate|emulate|pretend to be|act as|behave like|roleplay as)\s+(?:an?\s+)?(?:\w+\s+)?(?:terminal|shell|"
+     r"linux|console|command line|python interpreter|bash)\b"
+     r"|\b(?:run|execute|do|obey)\s+(?:whatever|anything|everything)\s+(?:I|the user|we)\s+(?:type|say|ask|write|send|"
+     r"command)s?\b"
+     r"|\bpretend (?:that )?(?:the|your|all|any|there (?:is|are) no) (?:\w+ )?(?:polic(?:y|ies)|rules|guidelines|"
+     r"restrictions|filters|instructions|system prompt|safety \w+)\b(?: (?:do(?:es)?n't|do(?:es)? not|never) exist)?"
+     r"|\b(?:output|answer|respond|reply|write|speak|talk|say|generate)\w*\b(?:\W+\w+){0,3}?\W+(?:unfiltered|"
+     r"uncensored|unrestricted)\b"
+     r"|\b(?:read|tell|give|recite)\w* me (?:\w+ ){0,3}?(?:activation|license|licence|product|serial|cd) keys?\b"
+     r"|\bdo anything now\b|\bDAN\b(?= (?:can|has|is|mode|will|stands))"
+     rf"|\b(?:pretend|act|behave|roleplay|role-play|imagine)\b(?:\W+\w+){{0,8}}?\W+(?:with no|without(?: any)?|free of|"
+     r"that has no|who has no|unrestricted|uncensored|unfiltered|jailbroken)\W+(?:\w+\W+)?(?:rules|restrictions|limits|"
+     r"filters?|guidelines|ethics|ethical|morals|censorship|safety|content polic)"
+     r"|\b(?:answer|respond|reply|comply|assist|help|continue|proceed|operate|act)\w*\b(?:\W+\w+){0,6}?\W+"
+     r"(?:without|with no)(?: any)?\W+(?:\w+\W+)?"
+     r"(?:restrictions|limits|limitations|filters?|censorship|rules|guidelines)\b"
+     r"|\b(?:no|without) (?:content |safety )?(?:restrictions|filters?|censorship|content polic(?:y|ies))\b"
+     r"(?:\W+\w+){0,8}?\W+(?:answer|respond|reply|comply|must|you|question|request)"
+     r"|\b(?:have|has) no (?:content )?(?:restrictions|filters|content polic(?:y|ies)|ethical (?:guidelines|limits))\b"
+     r"|\b(?:safety|ethical|content|security) (?:guidelines|rules|polic(?:y|ies)|filters?|restrictions)\b"
+     r"(?:\W+\w+){0,4}?\W+(?:do(?:es)? ?n[o']t|no longer|never|were not meant|are not meant|don't) (?:apply|matter|count)"
+     r"|\b(?:safety|ethical|content) (?:guidelines|rules|polic(?:y|ies)) (?:were|are|was|is) not (?:meant|intended)"
+     r"|\b(?:rewrite|change|update|replace|modify|overwrite|reset|edit|wipe|clear) (?:your|the assistant's|the agent's) "
+     r"(?:persona|personality|system prompt|instructions|core memory|memory|identity|rules|guidelines)\b"
+     r"|\b(?:safety|ethical|content|security) (?:guidelines|rules|polic(?:y|ies)|filters?|restrictions|checks)\b"
+     r"(?:\W+\w+){0,4}?\W+(?:are|is|were|was|aren't|isn't) (?:not |no longer )?(?:irrelevant|relevant|needed|necessary|"
+     r"required|suspended|disabled|lifted|off)\b"
+     r"|\b(?:respond|answer|reply)\w* (?:to (?:every|each) \w+ )?(?:twice|in two ways|as both)\b"
+     r"|\bstay in character\b"
+     r"|\b(?:entwicklermodus|developer-?modus|modo (?:desarrollador|dios|sin restricciones)|mode (?:d[ée]veloppeur|dieu)|"
+     r"modalit[àa] (?:sviluppatore|dio|sviluppo))\b"
+     r"|\byou are (?:now )?(?:an?|the) (?:\w+ ){0,3}?(?:ai|assistant|chat ?bot|bot|language model)\b"
+     r"(?! (?:coach|manager|professor|director|teacher|principal|editor|to|at|in|for|and)\b)"
+     r"|\b(?:from now on,? you(?: are|'re| will be)|you(?: are|'re) now)\s+(?:called\s+|named\s+)?\w+\W+(?:an?|the)\s+"
+     r"(?:\w+\s+){0,2}?(?:ai|chatbot|bot|language model|assistant|model)\b"
+     r"|\b(?:in )?(?:this|a|an) (?:fictional|hypothetical|imaginary|alternate|parallel) (?:world|universe|scenario|reality|"
+     r"story)\W+(?:\w+\W+){0,6}?(?:no (?:rules|laws|restrictions|limits|ethics|filters|morals)|anything goes|"
+     r"everything is (?:allowed|legal|permitted))"
+     r"|\b(?:ai|llm|bot|assistant|model)\W+(?:\w+\W+){0,3}?(?:with no|without(?: any)?)\W+(?:\w+\W+)?"
+     r"(?:morals|ethics|rules|restrictions|limits|filters?|guidelines|censorship)\b"
+     r"|\b(?:du bist|tu es|t'es|eres|sei)\W+(?:jetzt|nun|ab sofort|maintenant|d[ée]sormais|ahora|ora|adesso)\b"
+     r"(?:\W+\w+){0,8}?\W+(?:ohne|sans|sin|senza|uneingeschr\w*|illimit\w*|libre|frei|keine|aucune|ninguna|nessuna)\b"
+     r"|\b(?:ki|ia|ai|modell|mod[eè]le|modelo|modello|assistent|assistant|asistente|assistente|intelligenza artificiale|"
+     r"inteligencia artificial|intelligence artificielle)\W+(?:\w+\W+){0,3}?(?:ohne|sans|sin|senza)\W+(?:\w+\W+)?"
+     r"(?:regeln|grenzen|filter|einschr\w+|limites?|r[eè]gles|filtres?|restrictions?|l[íi]mites|reglas|filtros|"
+     r"restricciones|limiti|regole|filtri|restrizioni)\b"
+     r"|\byour (?:persona|personality|identity) (?:is|should be|must be|will be) now\b"
+     # de, fr, es, it: "rules do not apply", "without restrictions", "unrestricted"
+     r"|\bsicherheitsrichtlinien\b.{0,40}\bnicht\b|\bohne einschr(?:ä|ae)nkungen\b|\buneingeschr(?:ä|ae)nkt\b"
+     r"|\bkeine (?:richtlinien|regeln|einschr(?:ä|ae)nkungen) mehr\b"
+     r"|\br[eè]gles de s[ée]curit[ée]\b.{0,40}\bne s'appliquent pas\b|\bsans (?:aucune )?restrictions?\b"
+     r"|\breglas de seguridad\b.{0,40}\bno (?:aplican|se aplican)\b|\bsin (?:ninguna )?restricci(?:o|ó)n(?:es)?\b"
+     r"|\blinee guida di sicurezza\b.{0,40}\bnon (?:valgono|si applicano)\b|\bsenza (?:alcuna )?restrizion[ei]\b"),
+    # 5. Tool-call syntax or a request to call a named tool.
+    ("tool_call", "contains tool-call syntax or asks for a tool to be called",
+     r"\{\s*[\"'](?:tool|tool_name|function|function_call|action|name|arguments|tool_calls|recipient_name)[\"']\s*:"
+     r"|</?(?:tool_call|function_call|tool_use|invoke|function_calls)\b|<\|(?:tool|python_tag|call)\w*\|>"
+     r"|\b(?:call|invoke|use|run|execute|trigger|fire)\s+(?:the\s+)?`?[a-z][a-z0-9]*(?:_[a-z0-9]+)+`?"
+     r"(?:\s+(?:tool|function|action|command|endpoint|api))?\b"
+     r"|\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?\w+\s+(?:tool|function)\b(?:\W+\w+){0,4}?\W+(?:with|on|to|"
+     r"without)\b"
+     r"|\b(?:core_memory_(?:append|replace)|archival_memory_(?:insert|search)|conversation_search)\b"
+     r"|\b(?:os\.system|subprocess\.|eval\(|exec\(|rm -rf|curl\s+-|wget\s+http)"),
+    # 6. Sending data somewhere, or revealing the hidden prompt and secrets.
+    ("exfiltration", "asks to send data to an address or reveal hidden prompts or secrets",
+     rf"\b{_SEND}\w*\b(?:\W+\w+){{0,8}}?\W+{_DATA}\b(?:\W+\w+){{0,8}}?\W+(?:\w+\W+){{0,2}}?{_DEST}"
+     rf"|\b{_SEND}\w*\b(?:\W+\w+){{0,4}}?\W+(?:them|it|this|everything|all)\W+(?:to|at|via|an|à|a)\W+{_DEST}"
+     rf"|\b{_SEND}\w*\b(?:\W+\w+){{0,6}}?\W+{_DATA}\b(?:\W+\w+){{0,6}}?\W+(?:externally|outside|off-?site|to (?:an? )?"
+     r"(?:external|third|remote|outside))"
+     rf"|\b{_REVEAL}\b(?:\W+\w+){{0,6}}?\W+{_HIDDEN}"
+     rf"|(?<!never )(?<!not )(?<!n't )\b{_REVEAL}\b(?:\W+(?:me|us|out|now|please|all|of))*\W+(?:all (?:the |your )?|the |"
+     rf"your |any |every |their |the user's |users' |admin |system |stored |saved |raw )(?:\w+ )?{_SECRETS}\b"
+     r"|(?:/etc/(?:passwd|shadow|sudoers)|~/\.(?:ssh|aws|gnupg|netrc|docker)\b|\bid_(?:rsa|ed25519)\b|\.aws/credentials)"
+     r"|\brepeat (?:the |all (?:the )?)?(?:words|text|everything|content|messages?|lines|instructions)\s+(?:above|before)"
+     r"|\bstarting with (?:the (?:phrase|words?) )?[\"']you are\b"
+     rf"|\b(?:leak|exfiltrate|steal|harvest|collect)\w*\b(?:\W+\w+){{0,6}}?\W+{_SECRETS}"
+     r"|\bwhat (?:was|is|were) (?:written|said|stated) (?:above|before) (?:this|the) (?:conversation|chat|message)"
+     r"|\b(?:what|everything|anything) (?:did|has|have|had) (?:the )?(?:other|previous|last|another|earlier) (?:users?|person|"
+     r"customers?|people|clients?) (?:say|said|tell|told|ask|asked|write|wrote|share|shared)\b"
+     rf"|\b(?:every|all|the|any) other users?\b.{{0,60}}\b(?:{_SECRETS}|data|messages|conversations|memor(?:y|ies)|"
+     r"info(?:rmation)?|chats?|history)\b"
+     r"|\b(?:everything|all) (?:in|from) your (?:context|memory|instructions|prompt)\b"
+     r"|\b(?:output|dump|print|export|list) (?:the )?(?:raw|full|entire|whole|complete) (?:customer|user|client|"
+     r"\w+ )?(?:database|table|list|records|data)"
+     r"|\bwhat (?:is|are|were|was) your (?:system ?prompt|(?:initial |original |hidden |exact |secret )?"
+     r"(?:instructions|prompt|rules|guidelines|directives|configuration))\b"
+     r"|\b(?:zeig\w*|nenn\w*|gib|verrat\w*|montre\w*|affiche\w*|donne\w*|r[ée]v[èe]le\w*|mu[ée]str\w*|dime|revel\w*|"
+     r"mostr\w*|dimmi|rivel\w*)\W+(?:\w+\W+){0,3}?(?:deine|ihre|tes|vos|tus|sus|le tue|tue|i tuoi)\W+(?:\w+\W+)?"
+     r"(?:anweisungen|instruktionen|regeln|systemanweisungen|instructions|consignes|r[eè]gles|instrucciones|reglas|"
+     r"istruzioni|regole)\b"
+     r"|\b(?:append|add|attach|put|include|encode|embed)\w*\b.{0,60}\b(?:to|in|into) (?:the |a |this |an )?"
+     r"(?:url|link|image|query string|query parameter)\b"
+     r"|\b(?:append|add|attach|send|encode)\w*\b.{0,60}https?://\S+[?=]"
+     r"|\b(?:visit|open|go to|navigate to|fetch|browse to|click|load|download)\s+(?:https?://|www\.)\S+.{0,60}"
+     r"\b(?:follow|execute|instructions|steps|run|install|do what)\b"
+     r"|!\[[^\]]*\]\(https?://[^)\s]*\?[^)\s]*="
+     r"|\bhttps?://\S+\?\S*=\{"),
+    # 7. Text that speaks to the AI reading it rather than about the world.
+    ("addresses_model", "is addressed to the AI that will read it",
+     rf"\b(?:note|message|instructions?|attention|reminder|memo|notice|important)\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?"
+     rf"{_MODEL}s?\b"
+     rf"|\b{_MODEL}s?\s+(?:\w+\s+)?(?:reading|processing|integrating|summari[sz]ing|parsing|that reads?|who reads?|seeing)"
+     rf"\s+(?:this|these|the)\b"
+     rf"|\bif you are an? (?:\w+ )?{_MODEL}\b"
+     rf"|(?:^|[\[(<]|<!--)\s*(?:ai|assistant|llm|chatbot|bot|agent|model)\s*(?:\([^)]*\))?\s*:"
+     rf"|\b(?:the |any |all |an? )?{_AI}\s+(?:must|should|shall|will now|needs? to|has to|is (?:required|instructed|"
+     r"expected|obligated|asked|supposed) to|are (?:required|instructed|expected|asked|supposed) to|must not|mustn't|"
+     r"should not|may not|cannot|is not allowed)\b"
+     rf"|\b(?:note|message|instructions?|memo|reminder|notice|request|hint|tip|directive)s?\s+(?:to|for)\s+(?:self\s+)?"
+     rf"\(?(?:the |any |all |every )?(?:automated |autonomous )?{_MODEL}"
+     r"|\bas (?:the|an?|your) (?:ai|assistant|language model|chatbot|ai assistant)\W+you (?:are|must|should|will|need|have)"
+     r"|\bwhoever (?:processes|reads|handles|summari[sz]es|parses|receives) this\b"
+     rf"|\bwhen (?:the |an? |any )?{_MODEL}s? (?:processes|reads|summari[sz]es|sees|parses|handles|receives|encounters) this"
+     r"|\b(?:nachricht|hinweis|anweisung|notiz|botschaft) (?:an|für) (?:den |die |das )?(?:assistenten|ki|modell|agenten)\b"
+     r"|\b(?:message|note|consigne|instruction)s? (?:pour|à|a) (?:l['’ ]|le |la )?(?:assistant|ia|agent|mod[eè]le)\b"
+     r"|\b(?:mensaje|nota|instrucci[oó]n|aviso)(?:es)? (?:para|al?) (?:el |la )?(?:asistente|ia|agente|modelo)\b"
+     r"|\b(?:messaggio|nota|istruzion[ei]|avviso) (?:per|all['’ ]?|al) ?(?:l['’ ])?(?:assistente|ia|agente|modello)\b"
+     r"|\b(?:reply|respond|answer|speak|write)\w* to the user\b(?:\W+\w+){0,6}?\W+(?:from now on|regardless|always|"
+     r"only|never)\b"
+     r"|\bregardless of what (?:they|the user|he|she|anyone) (?:asks?|says?|wants?|requests?)\b"
+     rf"|\b(?:dear|hey|hello|attention)\W+{_MODEL}\b"
+     r"|\bwhen(?:ever)? you (?:process|summari[sz]e|read|parse|see|index|retrieve|encounter|analy[sz]e) this\b"
+     r"|\b(?:for|to) (?:ai|llm) (?:coding )?(?:agents?|assistants?|models?)\b"),
+    # 8. Demands that the model repeat or append something in every future answer, or keep itself in memory.
+    ("persistence", "asks to be kept in memory or repeated in every future answer",
+     r"\b(?:save|store|write|add|put|keep|commit|pin)\b(?:\W+\w+){0,3}?\W+(?:to|in|into)\s+(?:your|the agent's|core|long-term)"
+     r"\s+(?:core\s+)?(?:memory|persona|system prompt|instructions)\b(?:\W+\w+){0,12}?\W+(?:every|all|each|always|"
+     r"future|verbatim|persist)"
+     rf"|\b(?:repeat|include|append|add|insert|mention|put|attach|prepend)\b(?:\W+\w+){{0,6}}?\W+(?:in|into|to|at the "
+     rf"(?:end|start|beginning) of)\s+(?:every|each|any|all|your|my|the)\s+(?:future\s+|following\s+|next\s+)?{_REPLY}"
+     r"\b(?:\W+\w+){0,8}?\W+(?:so |to comply|verbatim|persist|always|every|cross-referenced|about this)"
+     rf"|\b(?:repeat|include|append|add|insert|mention|put|attach|prepend)\b(?:\W+\w+){{0,6}}?\W+(?:in|into|to|at the "
+     rf"(?:end|start|beginning) of)\s+(?:every|each|any|all)\s+(?:future\s+|following\s+|subsequent\s+)?{_REPLY}\b"
+     rf"|\b(?:must|shall)\s+(?:\w+\s+){{0,3}}(?:include|append|add|mention|contain)\b(?:\W+\w+){{0,5}}?\W+"
+     r"(?:code|token|string|text|phrase|link|url)\b"
+     rf"|\binclude (?:the |this )?(?:doc_id|token|code|id|canary|marker)\b(?:\W+\w+){{0,3}}?\W+in (?:your|the|every|each) "
+     rf"{_REPLY}"
+     r"|\b(?:end|start|begin|finish|close|open|prefix|suffix|sign)\w* (?:every|each|all|any|your) (?:future |following |"
+     r"subsequent )?(?:response|reply|answer|message|output)s? with\b"
+     r"|\bremember this (?:forever|permanently|always|for all future)\b"
+     r"|\b(?:add|write|save|store|put|insert|append|record|set)\b(?:\W+\w+){0,4}?\W+(?:to|in|into)\s+(?:your\s+)?"
+     r"(?:core memory|persona|system prompt|long-term memory|permanent memory|instructions|directives)\b"
+     rf"|\b(?:obey|follow|apply|repeat|include|use|say|mention|recommend|promote|act on|do|execute|enforce|keep|"
+     rf"honou?r)\w*\b(?:\W+\w+){{0,6}}?\W+in (?:all|every|each|"
+     rf"any) (?:future |following |subsequent )?(?:sessions?|conversations?|chats?|{_REPLY})\b"
+     r"|\b(?:debe|deve|muss|doit)\s+(?:\w+\s+){0,3}?(?:añadirse|a(?:ñ|n)adir|aggiunt\w+|angehängt|ajouté|incluir|"
+     r"includere)"),
+    # 9. Acting behind the user's back: secrecy, claimed consent, destructive or money-moving actions.
+    ("covert_action", "asks to act secretly, claims the user's consent, or orders a destructive or payment action",
+     r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|mention (?:this |it )?to|reveal (?:this |it )?to|let)\b"
+     r"(?:\W+\w+){0,2}?\W+(?:the user|anyone|the human|the customer|them know)"
+     r"|\b(?:do not|don't|never) (?:mention|reveal|disclose|show) (?:this|these|the) (?:message|instructions?|note|text)\b"
+     r"|\bwithout (?:telling|informing|notifying|alerting|asking|consulting|confirming with|the knowledge of) "
+     r"(?:the user|anyone|them|the human|the customer)\b"
+     r"|\b(?:secretly|silently|quietly|covertly|discreetly|invisibly|stealthily)\s+(?:\w+\s+)?(?:send|forward|add|append|"
+     r"include|insert|delete|remove|call|run|execute|transfer|copy|save|store|change|modify|e-?mail|upload|post)"
+     r"|\bthe (?:user|customer|owner|account holder) (?:has )?(?:already )?(?:explicitly )?(?:authori[sz]ed|approved|"
+     r"consented|agreed|confirmed|granted|allowed) (?:this|the|you|it|all)\b"
+     r"|\b(?:send|transfer|wire|pay|move)\s+(?:[$€£]\s?)?\d[\d,.]*\s*(?:[$€£]|dollars|euros|usd|eur|btc|eth|bitcoin)?\s+"
+     r"(?:to|into)\s+(?:\w+\s+)?(?:account|wallet|iban|address)\b"
+     r"|\b(?:delete|remove|wipe|erase|drop|destroy|purge|empty)\s+(?:all(?: of)?|every|the entire|the whole|the user's|"
+     r"all (?:of )?the user's)\s+(?:\w+\s+){0,2}?(?:memor(?:y|ies)|files|data|records|database|tables?|emails|"
+     r"backups|repositor(?:y|ies)|directory|folders?)\b"
+     r"|\b(?:delete|remove|wipe|erase|empty)\s+(?:\w+\s+){0,3}?(?:output|build|dist|home|root|application's \w+) "
+     r"(?:directory|folder)\b"
+     r"|\b(?:escalate|elevate|grant|give)\s+(?:\w+\s+){0,3}?(?:privileges|permissions|access|rights|role)\b.{0,30}"
+     r"\b(?:admin|root|superuser|owner|full)\b"
+     r"|\b(?:do not|don't|never|must not|mustn't|should not|shouldn't) (?:reveal|mention|disclose|show|tell) "
+     r"(?:this|these|the) (?:message|instructions?|note|text|request)\b"
+     r"|\b(?:transfer|wire|send|move) (?:all|the) (?:funds|money|balance|crypto|bitcoin|savings)\b"),
+    # 10. Decode-and-obey: an encoded payload with an order to act on it.
+    ("encoded_instruction", "asks for hidden or encoded text to be decoded and obeyed",
+     r"\b(?:decode|decipher|decrypt|translate|convert|unscramble|reverse|rot13|deobfuscate|read)\w*\b(?:\W+\w+){0,12}?\W+"
+     r"(?:and\s+)?(?:then\s+)?(?:follow|execute|obey|comply|run|carry out|act on|do (?:exactly )?(?:what|whatever|as))\b"
+     r"|\b(?:follow|execute|obey|do)\s+(?:exactly\s+)?(?:what|whatever)\s+(?:it|the (?:decoded|hidden) \w+)\s+says\b"
+     r"|\bhidden instructions?\b.{0,30}\b(?:inside|within|follow|execute)"
+     r"|\b(?:decode|decipher|translate)\w*\b(?:\W+\w+){0,6}?\W+(?:from )?(?:rot13|base64|hex|binary|morse|caesar)\b"
+     r"(?:\W+\w+){0,8}?\W+(?:do|follow|obey|execute|comply)\b"),
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind of instruction-shaped text, with the pattern that finds it."""
+
+    name: str
+    description: str
+    pattern: re.Pattern[str]
+
+
+RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) for n, d, p in _RULES_SPEC)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that fired, on what text, and in which view (the text itself or a decoding of it)."""
+
+    rule: str
+    excerpt: str
+    view: str = "text"
+
+    def label(self) -> str:
+        return self.rule if self.view == "text" else f"{self.rule} (in {self.view})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The scanner's answer for one text: flagged when any rule fired."""
+
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        """Labels of the rules that fired, e.g. ``("override", "tool_call (in base64)")``."""
+        return tuple(dict.fromkeys(f.label() for f in self.findings))
+
+    def reason(self) -> str:
+        """One line for people and models: which rules, and on what text."""
+        return "; ".join(f"{f.label()}: {f.excerpt!r}" for f in self.findings[:3])
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width and styled letters to plain ones), curly quotes straightened, spaces collapsed."""
+    text = unicodedata.normalize("NFKC", text)
+    return text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+
+
+def _excerpt(text: str, m: re.Match[str]) -> str:
+    s = " ".join(m.group(0).split())
+    return s if len(s) <= EXCERPT_CHARS else s[: EXCERPT_CHARS - 1] + "…"
+
+
+def _match(text: str, view: str) -> list[Finding]:
+    out = []
+    for rule in RULES:
+        m = rule.pattern.search(text)
+        if m:
+            out.append(Finding(rule.name, _excerpt(text, m), view))
+    return out
+
+
+def scan(text: object) -> Verdict:
+    """Scan memory text (and its decoded views) for instruction-shaped content."""
+    if not isinstance(text, str) or not text.strip():
+        return Verdict()
+    plain = normalize(text[:MAX_SCAN_CHARS])
+    findings = _match(plain, "text")
+    seen = {f.rule for f in findings}
+    for view in decoded_views(plain):
+        for f in _match(normalize(view.text), view.encoding):
+            if f.rule not in seen:
+                seen.add(f.rule)
+                findings.append(f)
+    return Verdict(tuple(findings))
+
+
+def check_mode(mode: object) -> str:
+    if mode not in GUARD_MODES:
+        raise ValueError(f"guard must be one of {', '.join(GUARD_MODES)}; got {mode!r}")
+    return str(mode)
