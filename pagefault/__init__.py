@@ -9,7 +9,10 @@ kernel. What a user imports:
 - ``OfflineChatModel``: the rule-based offline model (not an LLM) used when no model is configured;
 - ``OfflineEmbeddings``: the local MiniLM embedding (LangChain ``Embeddings``);
 - ``TokenCounter``: token accounting (tiktoken for OpenAI models, offline);
-- the stores: ``CoreMemory``, ``ArchivalStore``, ``RecallIndex``, ``MemoryServices``, ``Scope``.
+- the stores: ``CoreMemory``, ``ArchivalStore``, ``RecallIndex``, ``MemoryServices``, ``Scope``;
+- for existing LangChain apps: ``PagefaultMiddleware`` (``create_agent`` middleware), ``memory_tools``
+  (plain LangChain tools) and ``ArchivalRetriever`` (a ``BaseRetriever``);
+- ``export_agent`` / ``import_agent``: a whole agent's memory as one versioned JSON file.
 """
 
 from pagefault.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
@@ -18,9 +21,14 @@ from pagefault.graph import Context, PagefaultState, build_graph, graph
 from pagefault.models import OfflineChatModel, load_chat_model
 from pagefault.stores import ArchivalStore, CoreMemory, MemoryServices, RecallIndex, Scope
 from pagefault.tokens import TokenCounter
+from pagefault.middleware import PagefaultMiddleware
+from pagefault.retriever import ArchivalRetriever
+from pagefault.toolkit import memory_tools
+from pagefault.transfer import export_agent, import_agent
 
 __all__ = [
     "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "MemoryServices", "OfflineChatModel",
     "OfflineEmbeddings", "PagefaultState", "RecallIndex", "Scope", "TokenCounter", "build_graph", "graph",
     "load_chat_model", "open_embedded", "open_embedded_async",
+    "ArchivalRetriever", "PagefaultMiddleware", "export_agent", "import_agent", "memory_tools",
 ]
