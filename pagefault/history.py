@@ -124,7 +124,7 @@ def import_history(
     ctx: Context,
     *,
     thread_prefix: str = "",
-    batch_size: int = 8,
+    batch_size: int = 16,
     progress: bool = True,
 ) -> ImportReport:
     """Append each session to its own thread of ``ctx.user_id``; resumable and idempotent."""

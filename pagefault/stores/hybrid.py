@@ -141,18 +141,19 @@ class HybridIndex:
         tags: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        with_docs: bool = True,
     ) -> "Signals":
         """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first."""
         where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end)
         dense = self.collection.query(
             query_embeddings=query_vector.reshape(1, -1), n_results=n, where=where,
-            include=["documents", "metadatas", "distances"],
+            include=["documents", "metadatas", "distances"] if with_docs else ["distances"],
         )
         out = Signals()
-        for id_, doc, meta, dist in zip(dense["ids"][0], dense["documents"][0], dense["metadatas"][0],
-                                        dense["distances"][0]):
+        for j, (id_, dist) in enumerate(zip(dense["ids"][0], dense["distances"][0])):
             out.dense[id_] = 1.0 - float(dist)
-            out.docs[id_] = (doc, dict(meta or {}))
+            if with_docs:
+                out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
         out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end))
         return out
 

@@ -31,7 +31,7 @@ WEIGHTS = {"turn_lexical": 1.0, "unit_lexical": 1.0, "turn_dense": 0.5, "unit_de
 THREAD_BOOST = 0.05
 THREAD_POOL = 20
 #: Candidates each signal contributes.
-CANDIDATES = 200
+CANDIDATES = 100
 
 
 def recall_id(scope: Scope, thread_id: str, turn: int) -> str:
@@ -152,7 +152,7 @@ class RecallIndex:
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)
         turn = self.index.signals(query, qvec, scope.key, n, **filters)
-        unit = self.units.signals(query, qvec, scope.key, n, **filters)
+        unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, **filters)
         scores = fuse([(WEIGHTS["turn_lexical"], turn.lexical), (WEIGHTS["unit_lexical"], unit.lexical),
                        (WEIGHTS["turn_dense"], turn.dense), (WEIGHTS["unit_dense"], unit.dense)])
         pool = sorted(scores, key=lambda i: scores[i], reverse=True)
@@ -165,7 +165,7 @@ class RecallIndex:
                 by_thread[t] = by_thread.get(t, 0.0) + scores[i]
         boosted = {}
         for i in pool[: max(top_k * 4, THREAD_POOL * 4)]:
-            t = docs[i][1].get("thread_id", "") if i in docs else (unit.docs[i][1].get("thread_id", "") if i in unit.docs else "")
+            t = docs[i][1].get("thread_id", "") if i in docs else ""
             boosted[i] = scores[i] + THREAD_BOOST * by_thread.get(t, 0.0)
         ranked = sorted(boosted, key=lambda i: boosted[i], reverse=True)[:top_k]
         self.index.resolve(ranked, docs)
