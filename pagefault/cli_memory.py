@@ -49,8 +49,9 @@ def add_memory_commands(sub: Any) -> None:
     _data_dir(n)
 
 
-def run_memory_command(args: argparse.Namespace, out=sys.stdout) -> int:
+def run_memory_command(args: argparse.Namespace, out: Any = None) -> int:
     """Run export, import or inspect; errors raise ValueError (TransferError is one) for main() to print."""
+    out = out or sys.stdout
     if args.command == "export":
         with open_embedded(args.data_dir) as p:
             doc = export_agent(p, Scope(args.user, args.agent), progress=not args.quiet)
