@@ -285,3 +285,16 @@ def test_other_user_does_not_see_ana(client, ana_first_thread):
     assert not any("Ana" in json.dumps(item["value"]) for item in bob_items), bob_items
     # Bob's prompt carries an empty human block, smaller than Ana's.
     assert values["tokens"]["core"] < ana_values["tokens"]["core"], (values["tokens"], ana_values["tokens"])
+
+
+def test_custom_stream_shows_paging_as_studio_does(client):
+    """Studio (and any SDK client) sees paging live: a run streamed with stream_mode="custom"
+    carries the graph's page_fault events, with their citations."""
+    thread_id = client.threads.create()["thread_id"]
+    parts = list(client.runs.stream(thread_id, GRAPH_ID, context={"user_id": "carol"}, stream_mode="custom",
+                                    input={"messages": [{"role": "user", "content": "My dog is called Rex."}]}))
+    custom = [p.data for p in parts if p.event == "custom"]
+    faults = [e for e in custom if isinstance(e, dict) and e.get("event") == "page_fault"]
+    assert [e["tool"] for e in faults] == ["archival_memory_insert"], custom
+    assert faults[0]["status"] == "success" and faults[0]["citations"][0]["id"].startswith("arc-")
+    assert faults[0]["citations"][0]["thread_id"] == thread_id
