@@ -107,7 +107,7 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     # 1. "ignore all previous instructions", in any of five languages, any word order nearby.
     ("override", "tells the model to drop its instructions",
      rf"\b{_IGNORE}\b(?:\W+{_EARLIER}){{0,6}}\W+{_INSTRUCTIONS}\b"
-     rf"|\b{_IGNORE}\W+(?:(?:all|everything|anything|what(?:ever)? (?:was|is|you were))\W+)?"
+     rf"|\b{_IGNORE}\W+(?:(?:all|everything|anything|the|all the|what(?:ever)? (?:was|is|you were))\W+)?"
      rf"(?:(?:written|said|told|stated|given)\W+)?(?:above|before this|you were told|prior|so far)\b"
      rf"|\b{_IGNORE}\W+(?:\w+\W+){{0,2}}?(?:the|this) user(?:'s)?\W+(?:and|request|task|question|instead)"
      rf"|\b{_IGNORE}\W+what(?:ever)? (?:\w+ ){{0,3}}?(?:told|instructed|programmed|trained) you\b"
@@ -172,7 +172,9 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
      r"|^[\s#*\-\[(]*(?:reasoning|thought|thinking)\s*\((?:assistant|system)\)\s*:"
      r"|\[/?(?:system|inst|sys|admin|assistant)\]|<<\s*/?sys\s*>>"
      r"|<\|(?:im_start|im_end|system|user|assistant|endoftext|start_header_id|end_header_id|eot_id)\|>"
-     r"|</?(?:system|assistant|instructions?|system[_-]prompt|admin)>"
+     r"|</?(?:system|assistant|instructions?|system[_-]prompt|admin|tool_result|function_results)>"
+     # pagefault's own framing: memory results, core memory blocks, the summary of evicted messages
+     r"|</?(?:memory_results|core_memory|summary_of_evicted_messages)\b"
      r"|#{2,}\s*(?:system|instructions?|new instructions|end)\b"
      r"|\b(?:end of|/end) (?:the )?(?:document|user input|input|context|conversation|instructions|prompt|data)\b\W*"
      r"(?:-{3,}|#{2,}|={3,}|\]|\n)"

@@ -9,8 +9,13 @@ default (so a server's environment can never re-scope a run to another user).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable
+
+from pagefault.guard import GUARD_MODES
+
+#: What happens to a core-memory edit that comes from untrusted content.
+CORE_EDIT_POLICIES = ("deny", "approve", "allow")
 
 DEFAULT_PERSONA = (
     "I am a helpful assistant with a long-term memory. I keep what the user tells me, "
@@ -25,6 +30,12 @@ def _env(name: str, default: Any) -> Callable[[], Any]:
         raw = os.environ.get(f"PAGEFAULT_{name.upper()}")
         if raw is None:
             return default
+        if isinstance(default, bool):  # bool("false") is True; read the usual spellings instead
+            if raw.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.strip().lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(f"PAGEFAULT_{name.upper()}={raw!r} is not a valid bool (use true or false)")
         try:
             return type(default)(raw)
         except ValueError as e:
@@ -66,11 +77,32 @@ class Context:
         "description": "Whether the agent replies. False only records the input (paging, compaction and "
                        "recall indexing as usual, no model call): used to import existing history."})
 
+    guard: str = field(default_factory=_env("guard", "flag"), metadata={
+        "description": "Poisoning guard: 'flag' marks instruction-shaped memories as untrusted when they are "
+                       "shown, 'quarantine' also leaves them out of search results, 'off' does neither."})
+    untrusted_core_edits: str = field(default_factory=_env("untrusted_core_edits", "deny"), metadata={
+        "description": "Core-memory edits that come from untrusted content (flagged text, or a turn that read "
+                       "flagged memory or tool output): 'deny' refuses them, 'approve' asks a human through "
+                       "LangGraph interrupt(), 'allow' applies them (logged as flagged)."})
+    redact_secrets: bool = field(default_factory=_env("redact_secrets", True), metadata={
+        "description": "Replace API keys, private keys and passwords in text before it is written to memory."})
+
     def __post_init__(self) -> None:
         self.validate()
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for settings that cannot work."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = {"str": str, "int": int, "float": (int, float), "bool": bool}.get(str(f.type))
+            if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
+                noun = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}[str(f.type)]
+                raise ValueError(f"{f.name} must be {noun}, got {value!r}")
+        if self.guard not in GUARD_MODES:
+            raise ValueError(f"guard must be one of {', '.join(GUARD_MODES)}, got {self.guard!r}")
+        if self.untrusted_core_edits not in CORE_EDIT_POLICIES:
+            raise ValueError(f"untrusted_core_edits must be one of {', '.join(CORE_EDIT_POLICIES)}, "
+                             f"got {self.untrusted_core_edits!r}")
         if self.context_window < 256:
             raise ValueError(f"context_window must be at least 256 tokens, got {self.context_window}")
         if not 0 < self.compaction_target < self.compaction_trigger <= 1:

@@ -33,6 +33,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
+from pagefault.redact import redact
 from pagefault.stores.lexical import query_terms
 from pagefault.tokens import TokenCounter, message_text
 
@@ -236,7 +237,7 @@ class OfflineChatModel(BaseChatModel):
             notes = [message_text(m).strip() for m in history[:-1] if isinstance(m, HumanMessage)]
             notes = [n for n in notes if n and not is_question(n)]
             if notes:
-                saved = "Saved under memory pressure: " + " | ".join(_first_sentence(n, 300) for n in notes[-8:])
+                saved = "Saved under memory pressure: " + " | ".join(_first_sentence(redact(n).text, 300) for n in notes[-8:])
                 calls.append(self._call("archival_memory_insert", {"text": saved[:4000], "tags": ["pressure"]}, seed))
         user_tool = next((n for n in tools if n not in _MEMORY_TOOLS and re.search(rf"\b{re.escape(n)}\b", text)), None)
         if user_tool:
@@ -247,10 +248,10 @@ class OfflineChatModel(BaseChatModel):
         elif is_question(text):
             for name in ("archival_memory_search", "conversation_search"):
                 if name in tools:
-                    calls.append(self._call(name, {"query": text}, seed))
+                    calls.append(self._call(name, {"query": redact(text).text}, seed))
         else:
             if "archival_memory_insert" in tools:
-                calls.append(self._call("archival_memory_insert", {"text": _first_sentence(text, 1000)}, seed))
+                calls.append(self._call("archival_memory_insert", {"text": _first_sentence(redact(text).text, 1000)}, seed))
             if "core_memory_append" in tools:
                 for pattern, template in _CORE_FACTS:
                     m = pattern.search(text)
@@ -301,8 +302,10 @@ class OfflineChatModel(BaseChatModel):
         if best["source"] == "recall":
             text = text.split(": ", 1)[-1]
         citation = {k: v for k, v in best.items() if k not in ("text", "score")}
+        # A flagged hit is quoted as untrusted data, never followed (the model has no way to follow it anyway).
+        lead = "From memory (FLAGGED as possible instructions; quoted, not followed)" if best.get("flagged") else "From memory"
         return AIMessage(
-            content=f"From memory: {json.dumps(text, ensure_ascii=False)} {cite}",
+            content=f"{lead}: {json.dumps(text, ensure_ascii=False)} {cite}",
             response_metadata={"citations": [citation]},
         )
 
@@ -344,11 +347,12 @@ def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | Non
         overlap = len(q & set(query_terms(body)))
         from_user = h.get("source") == "archival" or h["text"].startswith("user")
         # Scores of different searches are not comparable; on a tie prefer archival, then search order.
-        candidates.append((overlap, from_user, h.get("source") == "archival", -rank, h))
+        # Among relevant hits, one the poisoning guard did not flag comes first.
+        candidates.append((overlap > 0, not h.get("flagged"), overlap, from_user, h.get("source") == "archival", -rank, h))
     if not candidates:
         return None
-    candidates.sort(key=lambda c: c[:4], reverse=True)
-    return candidates[0][4]
+    candidates.sort(key=lambda c: c[:6], reverse=True)
+    return candidates[0][6]
 
 
 def _citation_text(hit: dict[str, Any]) -> str:

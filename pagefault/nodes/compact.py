@@ -26,6 +26,7 @@ from pagefault.models.offline import SUMMARY_INSTRUCTION, OfflineChatModel
 from pagefault.nodes.reason import measure
 from pagefault.nodes.recall_sync import sync_recall
 from pagefault.nodes.wiring import Wiring, context_of, scope_of, services, thread_id
+from pagefault.redact import redact
 from pagefault.stores.recall import speaker
 from pagefault.tokens import TokenCounter, message_text
 
@@ -124,6 +125,8 @@ def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequen
         text = message_text(model.invoke(request, config))
     except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
         text = message_text(OfflineChatModel().invoke(request))
+    if ctx.redact_secrets:  # the summary is memory pagefault writes: no keys in it
+        text = redact(text).text
     return fit_summary(text.strip(), max_tokens, counter)
 
 

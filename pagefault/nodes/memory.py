@@ -3,10 +3,15 @@
 It carries out the memory tool calls of the last AI message against the tiers and returns one
 ToolMessage per call. A bad call (unknown tool, malformed or invalid arguments, an edit that
 cannot apply) becomes an error ToolMessage the model can act on; the run and the stores go on.
+
+Before any call runs, core edits that come from untrusted content are found; with
+``untrusted_core_edits="approve"`` the node asks a person about them first (``nodes.approval``),
+so nothing is written twice when the run resumes and the node starts over.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -16,8 +21,10 @@ from langgraph.runtime import Runtime
 
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
+from pagefault.nodes import approval
 from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services, thread_id
-from pagefault.tools import MemoryCall, ToolError, run_memory_tool
+from pagefault.tools import MEMORY_TOOLS, MemoryCall, ToolError, run_memory_tool, untrusted_core_edit
+from pagefault.trust import origins_of
 
 
 def last_ai(state: PagefaultState) -> AIMessage | None:
@@ -52,20 +59,30 @@ def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             turn=state.evicted_count + user_idx if user_idx >= 0 else -1,
             message_id=(state.messages[user_idx].id or "") if user_idx >= 0 else "",
             core=core_memory(runtime), archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
+            guard=ctx.guard, untrusted_core_edits=ctx.untrusted_core_edits, redact_secrets=ctx.redact_secrets,
+            origins=origins_of(state.messages, frozenset(MEMORY_TOOLS)),
         )
         write = get_stream_writer()
         done = answered_ids(state)
+        todo = [tc for tc in ai.tool_calls if tc["name"] not in wiring.user_tool_names and tc["id"] not in done]
+        risky = {tc["id"]: r for tc in todo if (r := untrusted_core_edit(call, tc["name"], tc["args"]))}
+        approved: dict[str, bool] = {}
+        if risky and ctx.untrusted_core_edits == "approve":
+            approved = approval.ask([{"tool_call_id": tc["id"], "tool": tc["name"], "args": tc["args"],
+                                      "reasons": risky[tc["id"]]} for tc in todo if tc["id"] in risky])
         out = []
-        for tc in ai.tool_calls:
-            if tc["name"] in wiring.user_tool_names or tc["id"] in done:
-                continue
+        for tc in todo:
             try:
-                result = run_memory_tool(call, tc["name"], tc["args"])
+                if tc["id"] in approved and not approved[tc["id"]]:
+                    raise ToolError("a person declined this core memory edit (it came from untrusted content: "
+                                    + "; ".join(risky[tc["id"]]) + "); do not retry it")
+                result = run_memory_tool(replace(call, approved=approved.get(tc["id"], False)), tc["name"], tc["args"])
                 msg = ToolMessage(result.content, tool_call_id=tc["id"], name=tc["name"], artifact=result.artifact)
             except ToolError as e:
                 msg = ToolMessage(f"Error: {e}", tool_call_id=tc["id"], name=tc["name"], status="error")
             write({"event": "page_fault", "tool": tc["name"], "status": msg.status,
-                   "citations": (msg.artifact or {}).get("citations", [])})
+                   "citations": (msg.artifact or {}).get("citations", []),
+                   "flagged": sum(bool(c.get("flagged")) for c in (msg.artifact or {}).get("citations", []))})
             out.append(msg)
         for bad in ai.invalid_tool_calls:  # the provider's JSON did not parse
             out.append(ToolMessage(f"Error: malformed call to {bad.get('name')}: {bad.get('error') or 'bad arguments'}",

@@ -87,7 +87,8 @@ def core_memory(runtime: Runtime[Context]) -> CoreMemory:
             "graph with `langgraph dev`, which provides one"
         )
     ctx = context_of(runtime)
-    return CoreMemory(runtime.store, scope_of(ctx), persona=ctx.persona, block_limit=ctx.core_block_limit)
+    return CoreMemory(runtime.store, scope_of(ctx), persona=ctx.persona, block_limit=ctx.core_block_limit,
+                      redact_secrets=ctx.redact_secrets)
 
 
 def services(ctx: Context) -> MemoryServices:

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from pagefault.guard import scan
+from pagefault.redact import redact
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
+from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
+MAX_QUERY_CHARS = 20_000
+MAX_TOP_K = 1_000
 _TAG = re.compile(r"[A-Za-z0-9_\-:]{1,64}")
 
 
@@ -42,15 +46,14 @@ def check_tags(tags: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-@dataclass
-class Provenance:
-    """Where a memory came from: thread, turn, source message, time and kind of source."""
-
-    thread_id: str = ""
-    turn: int = -1
-    message_id: str = ""
-    source: str = "agent"
-    created_at: float = field(default_factory=time.time)
+def check_search(query: object, top_k: object) -> None:
+    """Reject what no index can answer: a non-string or oversized query, a top_k out of range."""
+    if not isinstance(query, str):
+        raise ValueError("query must be a string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"query is longer than {MAX_QUERY_CHARS} characters")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError(f"top_k must be an integer between 1 and {MAX_TOP_K}, got {top_k!r}")
 
 
 @dataclass
@@ -64,17 +67,13 @@ class ArchivalRecord:
     def citation(self) -> dict[str, Any]:
         p = self.provenance
         return {"source": "archival", "id": self.id, "thread_id": p.thread_id, "turn": p.turn,
-                "created_at": p.created_at}
+                "created_at": p.created_at, "origin": p.source, "flagged": p.flagged}
 
 
 def record_from_hit(hit: Hit) -> ArchivalRecord:
     m = hit.metadata
     tags = tuple(sorted(k[len(TAG_PREFIX):] for k in m if k.startswith(TAG_PREFIX)))
-    prov = Provenance(
-        thread_id=m.get("thread_id", ""), turn=int(m.get("turn", -1)), message_id=m.get("message_id", ""),
-        source=m.get("source", "agent"), created_at=float(m.get("created_at", 0.0)),
-    )
-    return ArchivalRecord(hit.id, hit.text, tags, prov, created=False)
+    return ArchivalRecord(hit.id, hit.text, tags, Provenance.from_metadata(m), created=False)
 
 
 class ArchivalStore:
@@ -84,23 +83,30 @@ class ArchivalStore:
         self.index = index
 
     def insert(
-        self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None
+        self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None,
+        *, redact_secrets: bool = True,
     ) -> ArchivalRecord:
+        """Store ``text`` (secrets redacted unless told not to); the guard's flags go into its provenance."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
         if len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text is {len(text)} characters; archival records hold at most {MAX_TEXT_CHARS}"
                              " (split it, or ingest it as a document)")
         tags = check_tags(tags)
+        if provenance is not None and not isinstance(provenance, Provenance):
+            raise ValueError("provenance must be a Provenance")
+        if redact_secrets:
+            text = redact(text).text
         prov = provenance or Provenance()
+        prov = Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at,
+                          tuple(dict.fromkeys((*prov.flags, *scan(text).rules))))
         rid = archival_id(scope, text)
         existing = self.index.get([rid])
         if existing:
             return record_from_hit(existing[0])
         item = IndexedText(
             id=rid, text=text, scope=scope.key, thread_id=prov.thread_id, created_at=prov.created_at,
-            tags=tags, metadata={"kind": "archival", "turn": prov.turn, "message_id": prov.message_id,
-                                 "source": prov.source},
+            tags=tags, metadata={"kind": "archival", **prov.metadata()},
         )
         self.index.upsert([item])
         return ArchivalRecord(rid, text, tags, prov, created=True)
@@ -115,10 +121,13 @@ class ArchivalStore:
         start: float | None = None,
         end: float | None = None,
     ) -> list[tuple[ArchivalRecord, float]]:
+        check_search(query, top_k)
         hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end)
         return [(record_from_hit(h), h.score) for h in hits]
 
     def get(self, scope: Scope, record_id: str) -> ArchivalRecord | None:
+        if not isinstance(record_id, str) or not record_id:
+            return None
         hits = self.index.get([record_id])
         if not hits or hits[0].metadata.get("scope") != scope.key:
             return None

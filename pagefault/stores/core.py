@@ -2,6 +2,8 @@
 
 Blocks live under the user's namespace, so every thread of that user sees the same blocks, and
 they survive restarts with whatever store backs the graph (SQLite, Postgres, the server's).
+Each block keeps a short edit log: which kind of source each edit came from (user statement,
+agent, document, tool, system), in which thread and turn, when, and what the guard flagged.
 """
 
 from __future__ import annotations
@@ -13,9 +15,14 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
+from pagefault.guard import scan
+from pagefault.redact import redact
+from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 
 DEFAULT_BLOCK_LIMIT = 2_000
+#: Edits remembered per block (the oldest are dropped).
+MAX_LOG = 20
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
@@ -29,6 +36,7 @@ class CoreBlock:
     value: str
     limit: int
     description: str = ""
+    log: tuple[dict[str, Any], ...] = ()
 
     @property
     def usage(self) -> str:
@@ -36,15 +44,27 @@ class CoreBlock:
 
     def to_store(self) -> dict[str, Any]:
         return {"value": self.value, "limit": self.limit, "description": self.description,
-                "updated_at": time.time()}
+                "updated_at": time.time(), "log": list(self.log[-MAX_LOG:])}
+
+    @classmethod
+    def from_store(cls, label: str, v: dict[str, Any]) -> "CoreBlock":
+        log = v.get("log")
+        return cls(label, v["value"], int(v["limit"]), v.get("description", ""),
+                   tuple(e for e in log if isinstance(e, dict)) if isinstance(log, list) else ())
+
+    def edited(self, value: str, op: str, provenance: Provenance) -> "CoreBlock":
+        """This block with a new value and one more log entry."""
+        return CoreBlock(self.label, value, self.limit, self.description, (*self.log, provenance.log_entry(op)))
 
 
 class CoreMemory:
     """The core blocks of one scope. ``persona`` and ``human`` always exist."""
 
-    def __init__(self, store: BaseStore, scope: Scope, *, persona: str = "", block_limit: int = DEFAULT_BLOCK_LIMIT):
+    def __init__(self, store: BaseStore, scope: Scope, *, persona: str = "", block_limit: int = DEFAULT_BLOCK_LIMIT,
+                 redact_secrets: bool = True):
         self.store = store
         self.scope = scope
+        self.redact_secrets = redact_secrets
         self.namespace = scope.namespace("core")
         self._defaults = {
             "persona": CoreBlock("persona", persona[:block_limit], block_limit, "Who you are and how you behave."),
@@ -53,10 +73,7 @@ class CoreMemory:
 
     def blocks(self) -> list[CoreBlock]:
         """All blocks: persona, human, then custom blocks by label."""
-        found = {
-            item.key: CoreBlock(item.key, item.value["value"], int(item.value["limit"]), item.value.get("description", ""))
-            for item in self.store.search(self.namespace, limit=1000)
-        }
+        found = {item.key: CoreBlock.from_store(item.key, item.value) for item in self.store.search(self.namespace, limit=1000)}
         for label, block in self._defaults.items():
             found.setdefault(label, block)
         order = ["persona", "human"] + sorted(k for k in found if k not in self._defaults)
@@ -67,8 +84,7 @@ class CoreMemory:
             raise CoreMemoryError("section must be a string")
         item = self.store.get(self.namespace, label) if _LABEL.fullmatch(label) else None
         if item is not None:
-            v = item.value
-            return CoreBlock(label, v["value"], int(v["limit"]), v.get("description", ""))
+            return CoreBlock.from_store(label, item.value)
         if label in self._defaults:
             return self._defaults[label]
         known = ", ".join(b.label for b in self.blocks())
@@ -78,48 +94,68 @@ class CoreMemory:
         self.store.put(self.namespace, block.label, block.to_store(), index=False)
         return block
 
-    def append(self, label: str, text: str) -> CoreBlock:
+    def _provenance(self, text: str, provenance: Provenance | None) -> Provenance:
+        if provenance is not None and not isinstance(provenance, Provenance):
+            raise CoreMemoryError("provenance must be a Provenance")
+        p = provenance or Provenance()
+        return Provenance(p.thread_id, p.turn, p.message_id, p.source, time.time(),
+                          tuple(dict.fromkeys((*p.flags, *scan(text).rules))))
+
+    def _clean(self, text: str) -> str:
+        return redact(text).text if self.redact_secrets else text
+
+    def append(self, label: str, text: str, *, provenance: Provenance | None = None) -> CoreBlock:
+        """Add ``text`` as a new line of the block; ``provenance`` says where it came from."""
         _check_text(text)
         block = self.get(label)
+        text = self._clean(text[: block.limit + 1])  # anything longer is refused below
         new = f"{block.value}\n{text}" if block.value else text
         if len(new) > block.limit:
             raise CoreMemoryError(
                 f"section {label!r} would hold {len(new)} chars, over its limit of {block.limit}; shorten the text, or "
                 f"use core_memory_replace to condense the section, or move details to archival memory"
             )
-        return self._save(CoreBlock(label, new, block.limit, block.description))
+        return self._save(block.edited(new, "append", self._provenance(text, provenance)))
 
-    def replace(self, label: str, old: str, new: str) -> CoreBlock:
+    def replace(self, label: str, old: str, new: str, *, provenance: Provenance | None = None) -> CoreBlock:
+        """Replace the first occurrence of ``old`` with ``new`` (empty ``new`` deletes)."""
         if not isinstance(old, str) or not old:
             raise CoreMemoryError("old must be the exact, non-empty text to replace")
         if not isinstance(new, str):
             raise CoreMemoryError("new must be a string (use an empty string to delete)")
         block = self.get(label)
+        new = self._clean(new[: block.limit + 1])
         count = block.value.count(old)
         if count == 0:
             raise CoreMemoryError(f"text {old!r} not found in section {label!r}; copy it exactly from the prompt")
         value = block.value.replace(old, new, 1)
         if len(value) > block.limit:
             raise CoreMemoryError(f"section {label!r} would hold {len(value)} chars, over its limit of {block.limit}")
-        return self._save(CoreBlock(label, value, block.limit, block.description))
+        return self._save(block.edited(value, "replace", self._provenance(new, provenance)))
 
-    def set_block(self, label: str, value: str = "", *, limit: int | None = None, description: str = "") -> CoreBlock:
-        """Create or overwrite a block (API use; the model edits via append/replace)."""
+    def set_block(self, label: str, value: str = "", *, limit: int | None = None, description: str = "",
+                  provenance: Provenance | None = None) -> CoreBlock:
+        """Create or overwrite a block (API use, so the source defaults to ``system``; the model edits via
+        append/replace)."""
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
             raise CoreMemoryError("section labels are 1-32 chars: a lowercase letter, then letters, digits or '_'")
         if not isinstance(value, str):
             raise CoreMemoryError("value must be a string")
+        if not isinstance(description, str):
+            raise CoreMemoryError("description must be a string")
         try:
             current = self.get(label)
         except CoreMemoryError:
             current = None
         limit = limit or (current.limit if current else DEFAULT_BLOCK_LIMIT)
-        if not isinstance(limit, int) or limit <= 0:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise CoreMemoryError("limit must be a positive integer")
         if len(value) > limit:
             raise CoreMemoryError(f"value is {len(value)} chars; the limit is {limit}")
+        value = self._clean(value)
         desc = description or (current.description if current else "")
-        return self._save(CoreBlock(label, value, limit, desc))
+        prov = self._provenance(value, provenance or Provenance(source="system"))
+        return self._save(CoreBlock(label, value, limit, desc, current.log if current else ()).edited(value, "set", prov))
 
 
 def _check_text(text: object) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from pagefault.redact import redact
+from pagefault.stores.archival import check_search
 from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
 from pagefault.stores.scope import Scope
 from pagefault.tokens import message_text
@@ -53,14 +55,15 @@ REQUOTING_TOOLS = frozenset({"archival_memory_search", "conversation_search"})
 
 
 def recall_text(message: BaseMessage) -> str:
-    """How a message reads in recall: speaker, text, and any tool calls it made."""
+    """How a message reads in recall: speaker, text, and any tool calls it made. Secrets are redacted
+    (``pagefault.redact``): the index never holds a key; the checkpoint keeps the message as sent."""
     text = message_text(message)
     if isinstance(message, ToolMessage) and message.name in REQUOTING_TOOLS:
         text = text.split("\n", 1)[0]
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = "; ".join(f"{c['name']}({c['args']})" for c in message.tool_calls)
         text = f"{text} [called {calls}]".strip()
-    return f"{speaker(message)}: {text}"[:MAX_INDEXED_CHARS]
+    return redact(f"{speaker(message)}: {text}"[:MAX_INDEXED_CHARS]).text
 
 
 @dataclass
@@ -148,6 +151,7 @@ class RecallIndex:
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
         start: float | None = None, end: float | None = None,
     ) -> list[RecallHit]:
+        check_search(query, top_k)
         qvec = self.index.embeddings.embed_array([query])[0]
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)
