@@ -8,8 +8,10 @@ Chroma embedding function, so Chroma never falls back to its downloading default
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+from collections import OrderedDict
 from importlib import resources
 from typing import Any, Sequence
 
@@ -21,6 +23,10 @@ MAX_TOKENS = 256
 #: Output dimension.
 DIMENSION = 384
 _BATCH = 32
+#: Vectors of recently embedded texts kept (by hash): a query searched in archival and in recall,
+#: or a batch embedded ahead of one-by-one inserts, is computed once. Embeddings do not depend on
+#: the batch a text is in, so a cached vector is the vector.
+CACHE_SIZE = 4096
 
 
 class _Model:
@@ -46,6 +52,8 @@ class _Model:
         )
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.run_lock = threading.Lock()
+        self.cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self.cache_lock = threading.Lock()
 
     @classmethod
     def get(cls) -> "_Model":
@@ -53,6 +61,32 @@ class _Model:
             if cls._instance is None:
                 cls._instance = _Model()
             return cls._instance
+
+    def embed_cached(self, texts: Sequence[str]) -> np.ndarray:
+        """``embed``, computing only the texts not embedded recently."""
+        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+        missing: dict[bytes, str] = {}
+        with self.cache_lock:
+            for i, k in enumerate(keys):
+                v = self.cache.get(k)
+                if v is None:
+                    missing.setdefault(k, texts[i])
+                else:
+                    self.cache.move_to_end(k)
+                    out[i] = v
+        if missing:
+            fresh = dict(zip(missing, self.embed(list(missing.values()))))
+            with self.cache_lock:
+                for k, v in fresh.items():
+                    self.cache[k] = v
+                    self.cache.move_to_end(k)
+                while len(self.cache) > CACHE_SIZE:
+                    self.cache.popitem(last=False)
+            for i, k in enumerate(keys):
+                if k in fresh:
+                    out[i] = fresh[k]
+        return out
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
@@ -90,7 +124,7 @@ class OfflineEmbeddings(Embeddings):
         """Embeddings as one float32 array of shape (len(texts), 384)."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        return self._model.embed(list(texts))
+        return self._model.embed_cached(list(texts))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.embed_array(texts).tolist()
