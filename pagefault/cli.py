@@ -11,6 +11,8 @@ from typing import Any, Iterable
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from pagefault.cli_memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
+from pagefault.cli_history import HISTORY_COMMANDS, add_history_commands, run_history_command
 from pagefault.embedded import EmbeddedPersistence, open_embedded
 from pagefault.graph.context import Context
 from pagefault.nodes.main_context import build_main_context
@@ -210,10 +212,16 @@ def main(argv: Iterable[str] | None = None) -> int:
                    help="embedded store directory (default: $PAGEFAULT_DATA_DIR or .pagefault)")
     c.add_argument("--model", default=None, help="model id, e.g. openai:gpt-4o-mini (default: offline)")
     c.add_argument("--trace", action="store_true", help="show page faults as they happen")
+    add_memory_commands(sub)  # export, import, inspect
+    add_history_commands(sub)  # import-history
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         if args.command == "demo":
             run_demo(args.data_dir)
+        elif args.command in HISTORY_COMMANDS:
+            return run_history_command(args)
+        elif args.command in MEMORY_COMMANDS:
+            return run_memory_command(args)
         else:
             args.thread = args.thread or f"thread-{uuid.uuid4().hex[:8]}"
             run_chat(args)
