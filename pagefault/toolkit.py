@@ -25,9 +25,11 @@ from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
 from pagefault.graph.context import Context
+from pagefault.nodes import approval
 from pagefault.nodes.wiring import scope_of, services
 from pagefault.stores.core import CoreMemory
-from pagefault.tools import MEMORY_TOOLS, MemoryCall, MemoryTool, ToolError, run_memory_tool
+from pagefault.tools import MEMORY_TOOLS, MemoryCall, MemoryTool, ToolError, run_memory_tool, untrusted_core_edit
+from pagefault.trust import origins_of
 
 CONTEXT_FIELDS = frozenset(f.name for f in fields(Context))
 #: Settings a run may carry in ``configurable`` when its context is not pagefault's.
@@ -101,6 +103,8 @@ class MemoryBinding:
             message_id=(messages[user_idx].id or "") if user_idx >= 0 else "",
             core=CoreMemory(store, scope_of(ctx), persona=ctx.persona, block_limit=ctx.core_block_limit),
             archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
+            guard=ctx.guard, untrusted_core_edits=ctx.untrusted_core_edits, redact_secrets=ctx.redact_secrets,
+            origins=origins_of(messages, frozenset(MEMORY_TOOLS)),
         )
 
 
@@ -111,7 +115,17 @@ def _error_text(error: ToolException) -> str:
 def _make_tool(spec: MemoryTool, binding: MemoryBinding) -> BaseTool:
     def run(runtime: ToolRuntime = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:  # type: ignore[assignment]
         try:
-            result = run_memory_tool(binding.call(runtime), spec.name, kwargs)
+            call = binding.call(runtime)
+            # A core edit steered by untrusted content waits for a person, as in the graph's memory node.
+            reasons = untrusted_core_edit(call, spec.name, kwargs)
+            if reasons and call.untrusted_core_edits == "approve" and runtime is not None:
+                call_id = runtime.tool_call_id or spec.name
+                ok = approval.ask([{"tool_call_id": call_id, "tool": spec.name, "args": kwargs, "reasons": reasons}])
+                if not ok.get(call_id):
+                    raise ToolError("a person declined this core memory edit (it came from untrusted content: "
+                                    + "; ".join(reasons) + "); do not retry it")
+                call = replace(call, approved=True)
+            result = run_memory_tool(call, spec.name, kwargs)
         except ToolError as e:
             _emit(runtime, spec.name, "error", [])
             raise ToolException(str(e)) from e
@@ -128,7 +142,8 @@ def _emit(runtime: ToolRuntime | None, tool: str, status: str, citations: list[A
     """A page-fault event on the run's custom stream (``stream_mode="custom"``), as the graph emits."""
     writer = getattr(runtime, "stream_writer", None)
     if writer is not None:
-        writer({"event": "page_fault", "tool": tool, "status": status, "citations": citations})
+        writer({"event": "page_fault", "tool": tool, "status": status, "citations": citations,
+                "flagged": sum(bool(c.get("flagged")) for c in citations if isinstance(c, dict))})
 
 
 def memory_tools(context: Context | None = None, *, store: BaseStore | None = None, **settings: Any) -> list[BaseTool]:

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from typing import Any
 
 import pytest
@@ -55,7 +56,7 @@ def _archival():
     """Archival memory the retriever and search tools read; removed after the module."""
     archival: ArchivalStore = MemoryServices.open(DATA_DIR).archival
     for i, fact in enumerate(FACTS):
-        archival.insert(Scope(USER), fact, ["fact"], Provenance("seed", i, f"m{i}", "test"))
+        archival.insert(Scope(USER), fact, ["fact"], Provenance("seed", i, f"m{i}", "user"))
     yield
     shutil.rmtree(DATA_DIR, ignore_errors=True)
 
@@ -91,7 +92,9 @@ class TestOfflineChatModelUnit(ChatModelUnitTests):
 
 def test_offline_model_round_trips_through_langchain_serialization():
     model = OfflineChatModel(max_tokens=50, stop=["END"], model="pagefault-offline-x")
-    revived = load(dumpd(model), valid_namespaces=["pagefault"], allowed_objects=[OfflineChatModel])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # load() is marked beta in langchain-core
+        revived = load(dumpd(model), valid_namespaces=["pagefault"], allowed_objects=[OfflineChatModel])
     assert isinstance(revived, OfflineChatModel)
     assert (revived.max_tokens, revived.stop, revived.model_name) == (50, ["END"], "pagefault-offline-x")
 
