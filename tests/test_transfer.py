@@ -42,6 +42,11 @@ def source_snapshot(source):
     return _snapshot(source[0])
 
 
+def _score(x: float) -> float:
+    """Scores to 6 significant digits: vectors read back from Chroma and re-summed differ in the last bits."""
+    return float(f"{x:.6g}")
+
+
 def _snapshot(data_dir: str) -> dict:
     """Everything an import must reproduce: core, history and top-10 search results."""
     with open_embedded(data_dir) as p:
@@ -57,9 +62,9 @@ def _snapshot(data_dir: str) -> dict:
         search = {}
         for q in QUERIES:
             search[q] = (
-                [(r.id, r.text, r.tags, vars(r.provenance), s) for r, s in svc.archival.search(Scope("ana"), q, 10)],
+                [(r.id, r.text, r.tags, vars(r.provenance), _score(s)) for r, s in svc.archival.search(Scope("ana"), q, 10)],
                 # checkpoint ids point at the importing store's own checkpoints; all else must match
-                [(h.thread_id, h.turn, h.role, h.text, h.message_id, h.score)
+                [(h.thread_id, h.turn, h.role, h.text, h.message_id, _score(h.score))
                  for h in svc.recall.search(Scope("ana"), q, 10)],
             )
         return {"core": core, "threads": threads, "search": search,
