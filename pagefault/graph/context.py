@@ -73,6 +73,12 @@ class Context:
         "description": "Results a memory search returns when the model does not say."})
     data_dir: str = field(default_factory=_env("data_dir", ".pagefault"), metadata={
         "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
+    chroma_url: str = field(default_factory=_env("chroma_url", ""), metadata={
+        "description": "A Chroma server (http://host:port) for archival and recall vectors instead of the "
+                       "Chroma directory under data_dir; empty for embedded."})
+    database_url: str = field(default_factory=_env("database_url", ""), metadata={
+        "description": "Postgres (postgresql://...) for the BM25 index when chroma_url is set, so replicas "
+                       "share it; threads and core memory go to Postgres through pagefault.production."})
     respond: bool = field(default=True, metadata={
         "description": "Whether the agent replies. False only records the input (paging, compaction and "
                        "recall indexing as usual, no model call): used to import existing history."})

@@ -92,7 +92,7 @@ def core_memory(runtime: Runtime[Context]) -> CoreMemory:
 
 
 def services(ctx: Context) -> MemoryServices:
-    return MemoryServices.open(ctx.data_dir)
+    return MemoryServices.open(ctx.data_dir, chroma_url=ctx.chroma_url, database_url=ctx.database_url)
 
 
 def thread_id(config: RunnableConfig) -> str:

@@ -1,0 +1,176 @@
+"""Which engines hold the memory, and one clear error when one of them is down.
+
+- embedded (the default): SQLite files and a Chroma directory under ``data_dir``; one process.
+- ``PAGEFAULT_DATABASE_URL=postgresql://...``: threads (the checkpointer) and core memory (the store)
+  in Postgres, through LangGraph's own Postgres implementations (``pagefault.production``).
+- ``PAGEFAULT_CHROMA_URL=http://host:port``: archival and recall vectors on a Chroma server. With a
+  database URL as well, their BM25 shadow lives in Postgres too, so every replica searches the same
+  index; without one it stays in ``lexical.sqlite`` beside the process.
+
+A connection that fails surfaces as ``ServiceUnavailable``, naming the service and where it was
+looked for (never a password), so whoever runs the agent knows which engine to bring back.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+POSTGRES = "PostgreSQL"
+CHROMA = "Chroma server"
+#: Seconds a caller waits for a database connection before the database counts as down.
+CONNECT_TIMEOUT = 5.0
+
+
+class ServiceUnavailable(ConnectionError):
+    """An engine pagefault needs could not be reached; ``service`` names it, ``where`` says where."""
+
+    def __init__(self, service: str, where: str, detail: str) -> None:
+        self.service, self.where, self.detail = service, where, detail
+        super().__init__(f"{service} at {where} is unreachable: {detail}")
+
+
+def database_url(explicit: str | None = None) -> str:
+    """The Postgres URL to use: ``explicit`` if given, else ``PAGEFAULT_DATABASE_URL``, else '' (embedded)."""
+    url = (os.environ.get("PAGEFAULT_DATABASE_URL", "") if explicit is None else explicit).strip()
+    if url and urlsplit(url).scheme not in ("postgresql", "postgres"):
+        raise ValueError(f"database URL must start with postgresql://, got {public_url(url)!r}")
+    return url
+
+
+def chroma_url(explicit: str | None = None) -> str:
+    """The Chroma server URL to use: ``explicit`` if given, else ``PAGEFAULT_CHROMA_URL``, else '' (embedded)."""
+    url = (os.environ.get("PAGEFAULT_CHROMA_URL", "") if explicit is None else explicit).strip().rstrip("/")
+    if url:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"Chroma URL must look like http://host:port, got {public_url(url)!r}")
+    return url
+
+
+def public_url(url: str) -> str:
+    """``url`` without its password, for messages and ``pagefault doctor``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparseable URL)"
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+# --- Postgres -------------------------------------------------------------------------------------
+
+
+def is_postgres_down(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database could not be reached (not a bad query)."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
+
+
+def postgres_unavailable(url: str, exc: BaseException) -> ServiceUnavailable:
+    """The error to raise for ``exc``; a pool timeout is replaced by the server's own reason when one can be had."""
+    from psycopg_pool import PoolTimeout
+
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, PoolTimeout):
+        import psycopg
+
+        try:
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)).close()
+        except Exception as e:  # the real reason (refused, auth, unknown host) says more than a timeout
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else detail
+    return ServiceUnavailable(POSTGRES, public_url(url), detail)
+
+
+_pools: dict[str, Any] = {}
+_pools_lock = threading.Lock()
+
+
+def postgres_pool(url: str, *, max_size: int = 8) -> Any:
+    """A connection pool for ``url``, one per process, that checks a connection before lending it
+    (so a database that restarted is reconnected to, not failed on)."""
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool
+
+    with _pools_lock:
+        pool = _pools.get(url)
+        if pool is None or pool.closed:
+            pool = ConnectionPool(
+                url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT, open=True,
+                check=ConnectionPool.check_connection, name="pagefault",
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
+                        "connect_timeout": int(CONNECT_TIMEOUT)},
+            )
+            _pools[url] = pool
+        return pool
+
+
+@contextmanager
+def postgres_connection(url: str) -> Iterator[Any]:
+    """A pooled connection; a failure to reach the database becomes ``ServiceUnavailable``."""
+    try:
+        with postgres_pool(url).connection() as conn:
+            yield conn
+    except ServiceUnavailable:
+        raise
+    except Exception as e:
+        if is_postgres_down(e):
+            raise postgres_unavailable(url, e) from e
+        raise
+
+
+# --- Chroma server --------------------------------------------------------------------------------
+
+
+def chroma_client(url: str) -> Any:
+    """A client of the Chroma server at ``url`` (``ServiceUnavailable`` if it does not answer)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 8000)
+    try:
+        return chromadb.HttpClient(host=parts.hostname, port=port, ssl=parts.scheme == "https",
+                                   settings=Settings(anonymized_telemetry=False, allow_reset=False))
+    except (ValueError, httpx.TransportError) as e:  # chromadb says "Could not connect ..." as a ValueError
+        raise ServiceUnavailable(CHROMA, public_url(url), str(e) or type(e).__name__) from e
+
+
+class ServerCollection:
+    """A Chroma collection on a server; a lost connection becomes ``ServiceUnavailable``, not an
+    ``httpx`` error that a caller could mistake for a bad argument."""
+
+    def __init__(self, collection: Any, url: str) -> None:
+        self._collection = collection
+        self._url = url
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._collection, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return attr(*args, **kwargs)
+            except httpx.TransportError as e:
+                raise ServiceUnavailable(CHROMA, public_url(self._url), str(e) or type(e).__name__) from e
+
+        return call
+
+
+def server_collection(client: Any, url: str, name: str, make: Callable[[Any], Any]) -> ServerCollection:
+    """``make(client)`` (a get-or-create of collection ``name``) on the server, guarded as above."""
+    try:
+        return ServerCollection(make(client), url)
+    except httpx.TransportError as e:
+        raise ServiceUnavailable(CHROMA, public_url(url), f"{e or type(e).__name__} (opening {name})") from e
