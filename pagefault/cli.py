@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from pagefault.cli_memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
 from pagefault.cli_history import HISTORY_COMMANDS, add_history_commands, run_history_command
+from pagefault.cli_ops import OPS_COMMANDS, add_ops_commands, run_ops_command
 from pagefault.embedded import EmbeddedPersistence, open_embedded
 from pagefault.graph.context import Context
 from pagefault.nodes.main_context import build_main_context
@@ -214,6 +215,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     c.add_argument("--trace", action="store_true", help="show page faults as they happen")
     add_memory_commands(sub)  # export, import, inspect
     add_history_commands(sub)  # import-history
+    add_ops_commands(sub)  # doctor
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         if args.command == "demo":
@@ -222,6 +224,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             return run_history_command(args)
         elif args.command in MEMORY_COMMANDS:
             return run_memory_command(args)
+        elif args.command in OPS_COMMANDS:
+            return run_ops_command(args)
         else:
             args.thread = args.thread or f"thread-{uuid.uuid4().hex[:8]}"
             run_chat(args)
