@@ -18,6 +18,7 @@ from pagefault.embedded import EmbeddedPersistence, open_embedded
 from pagefault.graph.context import Context
 from pagefault.nodes.main_context import build_main_context
 from pagefault.nodes.wiring import Wiring, scope_of, services
+from pagefault.production import open_persistence
 from pagefault.stores.core import CoreMemory
 from pagefault.tools import quote
 
@@ -164,7 +165,7 @@ def run_chat(args: argparse.Namespace, inp=sys.stdin, out=sys.stdout) -> None:
     if ctx.model == "offline":
         print(OFFLINE_NOTE, file=out)
     print(f"user {ctx.user_id}, thread {args.thread}. Commands: /memory /context /search <q> /quit", file=out)
-    with open_embedded(ctx.data_dir) as persistence:
+    with open_persistence(ctx.data_dir) as persistence:  # Postgres when PAGEFAULT_DATABASE_URL is set
         s = Session(persistence, ctx, args.thread, out)
         while True:
             print("you> ", end="", file=out, flush=True)

@@ -23,7 +23,7 @@ from langgraph.store.postgres import PostgresStore
 from engines import child_env, free_port, fresh_database
 from pagefault import Context, EmbeddedPersistence
 from pagefault.backends import ServiceUnavailable
-from pagefault.production import PostgresPersistence, open_persistence, open_postgres
+from pagefault.production import PostgresPersistence, open_persistence, open_postgres, open_postgres_async
 from pagefault.serialized import SerializedGraph
 from pagefault.stores import CoreMemory, Scope
 from pagefault.stores.lexical import LexicalDoc, LexicalIndex
@@ -64,6 +64,23 @@ def test_database_url_switches_checkpointer_and_store_to_postgres(database, tmp_
     monkeypatch.delenv("PAGEFAULT_DATABASE_URL")
     with open_persistence(str(tmp_path / "embedded")) as p:
         assert isinstance(p, EmbeddedPersistence)
+
+
+async def test_postgres_only_setup_async(database, tmp_path):
+    """Postgres for threads and core memory, the vectors and BM25 index in the local directory; async API."""
+    async with open_postgres_async(database) as p:
+        graph = p.graph()
+        ctx = Context(user_id="pg-async", data_dir=str(tmp_path / "d"), chroma_url="", database_url=database)
+        config = {"configurable": {"thread_id": "pg-async-1"}}
+        await graph.ainvoke({"messages": [HumanMessage("My name is Dora and I live in Porto.")]}, config, context=ctx)
+        out = await graph.ainvoke({"messages": [HumanMessage("Where do I live?")]}, config, context=ctx)
+        assert "Porto" in out["messages"][-1].content
+        parts = [part async for part in graph.astream({"messages": [HumanMessage("What is my name?")]}, config,
+                                                      context=ctx, stream_mode="values")]
+        assert "Dora" in parts[-1]["messages"][-1].content
+        item = await p.store.aget(("pagefault", "pg-async", "default", "core"), "human")
+        assert item.value["value"] == "Name: Dora\nLives in: Porto"
+    assert (tmp_path / "d" / "chroma").is_dir() and (tmp_path / "d" / "lexical.sqlite").exists()
 
 
 SETUP_REPLICA = textwrap.dedent("""
