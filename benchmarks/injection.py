@@ -41,6 +41,7 @@ LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "## Poisoning guard: injection detection"
 TARGET_DETECTION, TARGET_FP = 0.95, 0.01
+PLURAL = {"session summary": "session summaries"}
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def all_samples() -> list[Sample]:
 
 
 def _rate(hits: int, n: int) -> str:
-    return f"{100 * hits / n:.1f} % ({hits}/{n})" if n else "-"
+    return f"{100 * hits / n:.2f} % ({hits}/{n})" if n else "-"
 
 
 def evaluate(samples: list[Sample]) -> tuple[list[dict], dict[Sample, bool], float]:
@@ -124,7 +125,7 @@ def evaluate(samples: list[Sample]) -> tuple[list[dict], dict[Sample, bool], flo
     for (corpus, malicious, kind), group in sorted(groups.items(), key=lambda g: (not g[0][1], g[0][0], g[0][2])):
         held = [s for s in group if s.split == "held-out"]
         rows.append({
-            "corpus": corpus + (f" {kind}s" if kind else "") + ("" if malicious else (" (benign traps)" if corpus != "locomo" else "")),
+            "corpus": corpus + (f" {PLURAL.get(kind, kind + 's')}" if kind else "") + ("" if malicious else (" (benign traps)" if corpus != "locomo" else "")),
             "label": "injection" if malicious else "benign",
             "metric": "detection" if malicious else "false positives",
             "held": (sum(flagged[s] for s in held), len(held)),
@@ -161,8 +162,12 @@ def section(body: str) -> str:
 packages: `bastioncorpus` 0.6.0 (MIT; 118 injections in 7 categories and 5 languages, plus 63 benign
 look-alike traps), `jailbreak-corpus-mini-py` 0.1.0 (MIT) and `nullsec-promptinject` 0.1.0 (MIT). Benign
 corpus: LoCoMo (`locomo10.json`): dialogue turns, observations (personal facts) and session summaries.
-The rules were tuned on one half of bastioncorpus and of LoCoMo (by conversation) only; the held-out
-column is the honest figure. The two small payload libraries were never looked at while tuning.
+The rules were written from the tuning half of bastioncorpus and of LoCoMo (split by conversation)
+and from example phrasings written for `tests/test_guard.py`; no held-out text was read. The held-out
+column is the honest figure (computed several times during development, for three versions of the rules, only as
+totals). The two small payload libraries were never looked at while tuning. The detection target is
+not met: the rules fit the tuning half (100 %) much better than the held-out half, so a rule set
+like this one misses paraphrases it has not seen; the false-positive target is met with room to spare.
 
 {body}
 """

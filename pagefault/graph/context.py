@@ -118,5 +118,5 @@ class Context:
             raise ValueError("warning_fraction must be in (0, compaction_trigger]")
         if not 1 <= self.top_k <= 50:
             raise ValueError("top_k must be between 1 and 50")
-        if self.core_block_limit < 100:
-            raise ValueError("core_block_limit must be at least 100 characters")
+        if not 100 <= self.core_block_limit <= 100_000:
+            raise ValueError("core_block_limit must be from 100 to 100000 characters (every block is in every prompt)")

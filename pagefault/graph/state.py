@@ -5,15 +5,39 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Sequence
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import add_messages
+
+from pagefault.stores.valid import encodable, repaired
+
+
+def _repair(message: BaseMessage) -> BaseMessage:
+    content = message.content
+    if isinstance(content, str):
+        return message if encodable(content) else message.model_copy(update={"content": repaired(content)})
+    if not isinstance(content, list):
+        return message
+    strings = [p for p in content if isinstance(p, str)] + [v for p in content if isinstance(p, dict)
+                                                             for v in p.values() if isinstance(v, str)]
+    if not all(encodable(t) for t in strings):
+        fixed = [repaired(p) if isinstance(p, str) else
+                 {k: repaired(v) if isinstance(v, str) else v for k, v in p.items()} if isinstance(p, dict) else p
+                 for p in content]
+        return message.model_copy(update={"content": fixed})
+    return message
+
+
+def add_storable_messages(left: Any, right: Any) -> Any:
+    """``add_messages``, with text UTF-8 cannot encode (lone surrogates, e.g. from a JSON ``\\ud800``
+    escape) replaced by U+FFFD: every message must be storable by the checkpointer and the indexes."""
+    return [_repair(m) for m in add_messages(left, right)]
 
 
 @dataclass
 class InputState:
     """What a caller sends: new messages."""
 
-    messages: Annotated[Sequence[AnyMessage], add_messages] = field(default_factory=list)
+    messages: Annotated[Sequence[AnyMessage], add_storable_messages] = field(default_factory=list)
 
 
 @dataclass

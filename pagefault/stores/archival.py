@@ -16,6 +16,7 @@ from pagefault.redact import redact
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.valid import check_unicode
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
@@ -46,14 +47,24 @@ def check_tags(tags: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def check_search(query: object, top_k: object) -> None:
-    """Reject what no index can answer: a non-string or oversized query, a top_k out of range."""
+def check_search(query: object, top_k: object, start: object = None, end: object = None,
+                 thread_id: object = None) -> None:
+    """Reject what no index can answer: a non-string or oversized query, a top_k out of range,
+    times that are not epoch seconds, a thread id that is not a string."""
     if not isinstance(query, str):
         raise ValueError("query must be a string")
+    check_unicode(query, "query")
     if len(query) > MAX_QUERY_CHARS:
         raise ValueError(f"query is longer than {MAX_QUERY_CHARS} characters")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
         raise ValueError(f"top_k must be an integer between 1 and {MAX_TOP_K}, got {top_k!r}")
+    for name, t in (("start", start), ("end", end)):
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t != t or abs(t) > 1e12):
+            raise ValueError(f"{name} must be epoch seconds (a finite number) or None, got {t!r}")
+    if thread_id is not None and not isinstance(thread_id, str):
+        raise ValueError(f"thread_id must be a string or None, got {thread_id!r}")
+    if thread_id is not None:
+        check_unicode(thread_id, "thread_id")
 
 
 @dataclass
@@ -92,6 +103,7 @@ class ArchivalStore:
         if len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text is {len(text)} characters; archival records hold at most {MAX_TEXT_CHARS}"
                              " (split it, or ingest it as a document)")
+        check_unicode(text, "text")
         tags = check_tags(tags)
         if provenance is not None and not isinstance(provenance, Provenance):
             raise ValueError("provenance must be a Provenance")
@@ -121,7 +133,7 @@ class ArchivalStore:
         start: float | None = None,
         end: float | None = None,
     ) -> list[tuple[ArchivalRecord, float]]:
-        check_search(query, top_k)
+        check_search(query, top_k, start, end)
         hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end)
         return [(record_from_hit(h), h.score) for h in hits]
 

@@ -19,8 +19,11 @@ from pagefault.guard import scan
 from pagefault.redact import redact
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.valid import encodable
 
 DEFAULT_BLOCK_LIMIT = 2_000
+#: Largest character limit of a block: every block is in every prompt.
+MAX_BLOCK_LIMIT = 100_000
 #: Edits remembered per block (the oldest are dropped).
 MAX_LOG = 20
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
@@ -123,6 +126,7 @@ class CoreMemory:
             raise CoreMemoryError("old must be the exact, non-empty text to replace")
         if not isinstance(new, str):
             raise CoreMemoryError("new must be a string (use an empty string to delete)")
+        _check_text(new, "new", empty=True)
         block = self.get(label)
         new = self._clean(new[: block.limit + 1])
         count = block.value.count(old)
@@ -141,15 +145,15 @@ class CoreMemory:
             raise CoreMemoryError("section labels are 1-32 chars: a lowercase letter, then letters, digits or '_'")
         if not isinstance(value, str):
             raise CoreMemoryError("value must be a string")
-        if not isinstance(description, str):
-            raise CoreMemoryError("description must be a string")
+        _check_text(value, "value", empty=True)
+        _check_text(description, "description", empty=True)
         try:
             current = self.get(label)
         except CoreMemoryError:
             current = None
         limit = limit or (current.limit if current else DEFAULT_BLOCK_LIMIT)
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-            raise CoreMemoryError("limit must be a positive integer")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_BLOCK_LIMIT:
+            raise CoreMemoryError(f"limit must be an integer from 1 to {MAX_BLOCK_LIMIT} (core memory is in every prompt)")
         if len(value) > limit:
             raise CoreMemoryError(f"value is {len(value)} chars; the limit is {limit}")
         value = self._clean(value)
@@ -158,6 +162,8 @@ class CoreMemory:
         return self._save(CoreBlock(label, value, limit, desc, current.log if current else ()).edited(value, "set", prov))
 
 
-def _check_text(text: object) -> None:
-    if not isinstance(text, str) or not text.strip():
-        raise CoreMemoryError("text must be a non-empty string")
+def _check_text(text: object, name: str = "text", empty: bool = False) -> None:
+    if not isinstance(text, str) or not (empty or text.strip()):
+        raise CoreMemoryError(f"{name} must be a {'' if empty else 'non-empty '}string")
+    if not encodable(text):
+        raise CoreMemoryError(f"{name} is not valid Unicode text (it contains a lone surrogate such as \\ud800)")

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 #: The kinds of source a memory can come from.
 SOURCE_KINDS = ("user", "agent", "document", "tool", "system")
+MAX_TURN = 2**53  # turns are message positions; JSON and the indexes hold integers this big exactly
+MAX_EPOCH = 1e12
 _ROLE_SOURCE = {"human": "user", "ai": "agent", "tool": "tool", "system": "system"}
 
 
@@ -38,9 +40,10 @@ class Provenance:
             raise ValueError(f"source must be one of {', '.join(SOURCE_KINDS)}; got {self.source!r}")
         if not isinstance(self.thread_id, str) or not isinstance(self.message_id, str):
             raise ValueError("thread_id and message_id must be strings")
-        if isinstance(self.turn, bool) or not isinstance(self.turn, int):
-            raise ValueError(f"turn must be an integer, got {self.turn!r}")
-        if isinstance(self.created_at, bool) or not isinstance(self.created_at, (int, float)) or self.created_at != self.created_at:
+        if isinstance(self.turn, bool) or not isinstance(self.turn, int) or not -1 <= self.turn <= MAX_TURN:
+            raise ValueError(f"turn must be an integer from -1 (none) to {MAX_TURN}, got {self.turn!r}")
+        if (isinstance(self.created_at, bool) or not isinstance(self.created_at, (int, float))
+                or not -MAX_EPOCH <= self.created_at <= MAX_EPOCH):
             raise ValueError(f"created_at must be epoch seconds, got {self.created_at!r}")
         self.flags = tuple(self.flags)
 

@@ -23,6 +23,7 @@ from pagefault.redact import redact
 from pagefault.stores.archival import check_search
 from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
 from pagefault.stores.scope import Scope
+from pagefault.stores.valid import check_unicode, repaired
 from pagefault.tokens import message_text
 
 #: Longest text indexed per message (the embedding sees less; BM25 sees all of it).
@@ -63,7 +64,7 @@ def recall_text(message: BaseMessage) -> str:
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = "; ".join(f"{c['name']}({c['args']})" for c in message.tool_calls)
         text = f"{text} [called {calls}]".strip()
-    return redact(f"{speaker(message)}: {text}"[:MAX_INDEXED_CHARS]).text
+    return repaired(redact(f"{speaker(message)}: {text}"[:MAX_INDEXED_CHARS]).text)
 
 
 @dataclass
@@ -101,6 +102,14 @@ class RecallIndex:
         created_at: float | None = None,
     ) -> int:
         """Index (turn, message) pairs that live in ``checkpoint_id``; idempotent."""
+        if not isinstance(scope, Scope) or not isinstance(thread_id, str) or not isinstance(checkpoint_id, str):
+            raise ValueError("scope must be a Scope, thread_id and checkpoint_id strings")
+        check_unicode(thread_id, "thread_id")
+        check_unicode(checkpoint_id, "checkpoint_id")
+        entries = list(entries)
+        if not all(isinstance(e, tuple) and len(e) == 2 and type(e[0]) is int and e[0] >= 0
+                   and isinstance(e[1], BaseMessage) for e in entries):
+            raise ValueError("entries must be (turn, message) pairs: a turn >= 0 and a LangChain message")
         now = time.time() if created_at is None else created_at
         items = []
         for turn, msg in entries:
@@ -151,7 +160,7 @@ class RecallIndex:
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
         start: float | None = None, end: float | None = None,
     ) -> list[RecallHit]:
-        check_search(query, top_k)
+        check_search(query, top_k, start, end, thread_id)
         qvec = self.index.embeddings.embed_array([query])[0]
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pagefault.stores.valid import check_unicode
+
 _MAX_ID = 256
 
 
@@ -14,6 +16,7 @@ def _check_id(kind: str, value: object) -> str:
         raise ValueError(f"{kind} is longer than {_MAX_ID} characters")
     if any(ord(c) < 32 or c == "\x7f" for c in value):
         raise ValueError(f"{kind} must not contain control characters")
+    check_unicode(value, kind)
     return value
 
 
