@@ -14,6 +14,7 @@ and how often they fire on ordinary conversation, is measured by ``benchmarks/in
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -460,7 +461,14 @@ def scan(text: object) -> Verdict:
     """Scan memory text (and its decoded views) for instruction-shaped content."""
     if not isinstance(text, str) or not text.strip():
         return Verdict()
-    plain = normalize(text[:MAX_SCAN_CHARS])
+    return _scan(text[:MAX_SCAN_CHARS])
+
+
+@functools.lru_cache(maxsize=32_768)
+def _scan(text: str) -> Verdict:
+    """The scan itself, cached by text: a search re-reads the same memories again and again, and
+    scanning a hit costs about a millisecond while the rest of a search costs tens."""
+    plain = normalize(text)
     findings = _match(plain, "text")
     seen = {f.rule for f in findings}
     for view in decoded_views(plain):

@@ -109,10 +109,12 @@ class HybridIndex:
         self.lexical = lexical
         self.embeddings = embeddings
 
-    def upsert(self, items: Sequence[IndexedText]) -> None:
+    def upsert(self, items: Sequence[IndexedText], vectors: np.ndarray | None = None) -> np.ndarray:
+        """Write items (embedding them unless ``vectors`` are given); returns the vectors written."""
         if not items:
-            return
-        vectors = self.embeddings.embed_array([i.text for i in items])
+            return np.zeros((0, 0), dtype=np.float32)
+        if vectors is None:
+            vectors = self.embeddings.embed_array([i.text for i in items])
         self.collection.upsert(
             ids=[i.id for i in items],
             documents=[i.text for i in items],
@@ -122,6 +124,7 @@ class HybridIndex:
         self.lexical.upsert(
             LexicalDoc(i.id, i.scope, i.text, i.thread_id, i.created_at, tuple(i.tags)) for i in items
         )
+        return vectors
 
     def get(self, ids: Sequence[str]) -> list[Hit]:
         if not ids:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from pagefault.redact import redact
@@ -122,39 +123,39 @@ class RecallIndex:
                 metadata={"kind": "recall", "turn": turn, "role": msg.type, "message_id": msg.id or "",
                           "checkpoint_id": checkpoint_id or "", "external_id": str(meta.get("external_id", ""))},
             ))
-        self.index.upsert(items)
-        self._index_units(scope, thread_id, items)
+        vectors = self.index.upsert(items)
+        self._index_units(scope, thread_id, items, vectors)
         return len(items)
 
-    def _index_units(self, scope: Scope, thread_id: str, items: list[IndexedText]) -> None:
-        """(Re)write the unit of each new turn and of the turn just before them (its next is now known)."""
+    def _index_units(self, scope: Scope, thread_id: str, items: list[IndexedText], vectors: np.ndarray) -> None:
+        """(Re)write the unit of each new turn and of the turn just before them (its next is now known).
+
+        A unit's text (for BM25) is the previous, this and the next turn; its vector is the normalized
+        sum of those turns' vectors, so units cost no extra embedding.
+        """
         if not items:
             return
         turns = {int(i.metadata["turn"]): i for i in items}
-        first, last = min(turns), max(turns)
-        around = [recall_id(scope, thread_id, t) for t in (first - 2, first - 1) if t >= 0 and t not in turns]
-        known = self.index.lexical.texts(around)
         text = {t: i.text for t, i in turns.items()}
-        for t in (first - 2, first - 1):
-            rid = recall_id(scope, thread_id, t)
-            if rid in known:
-                text[t] = known[rid]
-        units = []
+        vec = {int(i.metadata["turn"]): v for i, v in zip(items, vectors)}
+        created = {t: i.created_at for t, i in turns.items()}
+        first = min(turns)
+        before = [recall_id(scope, thread_id, t) for t in (first - 2, first - 1) if t >= 0 and t not in turns]
+        if before:
+            got = self.index.collection.get(ids=before, include=["documents", "metadatas", "embeddings"])
+            for doc, meta, v in zip(got["documents"], got["metadatas"], got["embeddings"]):
+                t = int(meta["turn"])
+                text[t], vec[t], created[t] = doc, np.asarray(v, dtype=np.float32), float(meta["created_at"])
+        units, unit_vectors = [], []
         for t in sorted(text):
             if t < first - 1:
-                continue
-            if t == first - 1:
-                hits = self.index.get([recall_id(scope, thread_id, t)])
-                if not hits:
-                    continue
-                base = IndexedText(hits[0].id, "", scope.key, thread_id, float(hits[0].metadata.get("created_at", 0)),
-                                   metadata={"turn": t})
-            else:
-                base = turns[t]
-            parts = [text[x] for x in (t - 1, t, t + 1) if x in text]
-            units.append(IndexedText(base.id, "\n".join(parts), scope.key, thread_id, base.created_at,
-                                     metadata={"kind": "recall_unit", "turn": t}))
-        self.units.upsert(units)
+                continue  # only a neighbour of the unit before the new turns
+            near = [x for x in (t - 1, t, t + 1) if x in text]
+            units.append(IndexedText(recall_id(scope, thread_id, t), "\n".join(text[x] for x in near), scope.key,
+                                     thread_id, created[t], metadata={"kind": "recall_unit", "turn": t}))
+            v = np.sum([vec[x] for x in near], axis=0)
+            unit_vectors.append(v / max(float(np.linalg.norm(v)), 1e-12))
+        self.units.upsert(units, np.asarray(unit_vectors, dtype=np.float32))
 
     def search(
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
