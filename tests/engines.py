@@ -147,6 +147,7 @@ class TcpProxy:
                 return
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
+                upstream.settimeout(None)
             except OSError:
                 client.close()
                 continue
@@ -155,15 +156,19 @@ class TcpProxy:
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        # poll, not select: in a long test session descriptors pass select's limit of 1024.
+        poller, by_fd = select.poll(), {a.fileno(): (a, b), b.fileno(): (b, a)}
+        for s in (a, b):
+            poller.register(s, select.POLLIN)
         try:
             while True:
-                ready, _, _ = select.select([a, b], [], [], 1.0)
-                for s in ready:
-                    data = s.recv(65536)
+                for fd, _ in poller.poll(1000):
+                    src, dst = by_fd[fd]
+                    data = src.recv(65536)
                     if not data:
                         return
-                    (b if s is a else a).sendall(data)
-        except (OSError, ValueError):
+                    dst.sendall(data)
+        except (OSError, ValueError, KeyError):
             return
         finally:
             for s in (a, b):
