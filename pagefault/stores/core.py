@@ -16,6 +16,7 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from pagefault.guard import scan
+from pagefault.locks import edit_lock
 from pagefault.redact import redact
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
@@ -110,8 +111,14 @@ class CoreMemory:
     def append(self, label: str, text: str, *, provenance: Provenance | None = None) -> CoreBlock:
         """Add ``text`` as a new line of the block; ``provenance`` says where it came from."""
         _check_text(text)
+        with edit_lock(self.store, *self.namespace, str(label)):  # no lost update between replicas
+            return self._append(label, text, provenance)
+
+    def _append(self, label: str, text: str, provenance: Provenance | None) -> CoreBlock:
         block = self.get(label)
         text = self._clean(text[: block.limit + 1])  # anything longer is refused below
+        if _retried(block, "append", provenance, f"\n{text}\n" in f"\n{block.value}\n"):
+            return block
         new = f"{block.value}\n{text}" if block.value else text
         if len(new) > block.limit:
             raise CoreMemoryError(
@@ -127,9 +134,15 @@ class CoreMemory:
         if not isinstance(new, str):
             raise CoreMemoryError("new must be a string (use an empty string to delete)")
         _check_text(new, "new", empty=True)
+        with edit_lock(self.store, *self.namespace, str(label)):
+            return self._replace(label, old, new, provenance)
+
+    def _replace(self, label: str, old: str, new: str, provenance: Provenance | None) -> CoreBlock:
         block = self.get(label)
         new = self._clean(new[: block.limit + 1])
         count = block.value.count(old)
+        if count == 0 and _retried(block, "replace", provenance, not new or new in block.value):
+            return block
         if count == 0:
             raise CoreMemoryError(f"text {old!r} not found in section {label!r}; copy it exactly from the prompt")
         value = block.value.replace(old, new, 1)
@@ -160,6 +173,16 @@ class CoreMemory:
         desc = description or (current.description if current else "")
         prov = self._provenance(value, provenance or Provenance(source="system"))
         return self._save(CoreBlock(label, value, limit, desc, current.log if current else ()).edited(value, "set", prov))
+
+
+def _retried(block: CoreBlock, op: str, provenance: object, landed: bool) -> bool:
+    """Whether this edit already landed in an earlier run of the same step (a step cut short by a crash
+    runs its tool calls again): the block shows it, and its log has the same operation from the same
+    source message of the same thread."""
+    p = provenance
+    return landed and isinstance(p, Provenance) and bool(p.message_id) and any(
+        e.get("op") == op and e.get("thread_id") == p.thread_id and e.get("message_id") == p.message_id
+        for e in block.log)
 
 
 def _check_text(text: object, name: str = "text", empty: bool = False) -> None:
