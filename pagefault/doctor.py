@@ -116,7 +116,7 @@ def setup_name(checks: list[Check]) -> str:
     if backends.CHROMA in engines and backends.POSTGRES in engines:
         return "Postgres + Chroma server (replicas share every tier)"
     if backends.POSTGRES in engines:
-        return "Postgres-only (threads and core memory shared; vectors and BM25 local to this host)"
+        return "Postgres-only (threads and core memory shared; vectors and BM25 files local to one process)"
     if backends.CHROMA in engines:
         return "Chroma server with local SQLite (one replica)"
     return "embedded (one process)"
