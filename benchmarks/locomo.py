@@ -38,7 +38,8 @@ from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
 from pagefault.stores.lexical import LexicalDoc, LexicalIndex  # noqa: E402
 from pagefault.tools import MemoryCall, run_memory_tool  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "locomo"
+#: The read-only LoCoMo files: ../shared/data/locomo beside the repo (override with PAGEFAULT_LOCOMO_DIR).
+DATA = Path(os.environ.get("PAGEFAULT_LOCOMO_DIR", ROOT.parent / "shared" / "data" / "locomo"))
 KS = (5, 10, 25, 50)
 ANCHORS = {
     "LoCoMo paper, DRAGON (published)": (56.7, 66.2, 76.7, 82.7),
