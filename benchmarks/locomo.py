@@ -31,12 +31,14 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pagefault import Context, open_embedded  # noqa: E402
 from pagefault.history import import_history  # noqa: E402
 from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
 from pagefault.stores.lexical import LexicalDoc, LexicalIndex  # noqa: E402
 from pagefault.tools import MemoryCall, run_memory_tool  # noqa: E402
+from results_md import write_section  # noqa: E402
 
 #: The read-only LoCoMo files: ../shared/data/locomo beside the repo (override with PAGEFAULT_LOCOMO_DIR).
 DATA = Path(os.environ.get("PAGEFAULT_LOCOMO_DIR", ROOT.parent / "shared" / "data" / "locomo"))
@@ -198,18 +200,6 @@ def render(result: dict[str, Any], command: str) -> str:
     lines += ["", "Search latency includes embedding the query. Latency of the baselines is an in-memory numpy "
               "or single-index query, shown for scale only.", ""]
     return "\n".join(lines)
-
-
-def write_section(path: Path, name: str, body: str) -> None:
-    """Replace (or append) the section between this benchmark's markers in RESULTS.md."""
-    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
-    text = path.read_text() if path.exists() else "# Benchmark results\n\nEach section says the command that produced it.\n"
-    block = f"{start}\n{body}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
 
 
 def main() -> None:

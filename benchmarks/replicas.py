@@ -31,6 +31,9 @@ from urllib.parse import urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from results_md import write_section  # noqa: E402
 
 TURNS_PER_THREAD = 4
 NAME = "replicas"
@@ -148,18 +151,6 @@ def render(results: dict, command: str, turns: int) -> str:
     return "\n".join(lines)
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace (or append) this benchmark's marked section of RESULTS.md, leaving the rest as it is."""
-    start, end = f"<!-- {NAME}:start -->", f"<!-- {NAME}:end -->"
-    text = path.read_text() if path.exists() else "# Benchmark results\n\nEach section says the command that produced it.\n"
-    block = f"{start}\n{body}\n{end}"
-    if start in text and end in text:
-        text = text[: text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip() + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=40, help="turns per replica")
@@ -181,7 +172,7 @@ def main() -> None:
     body = render(results, command, args.turns)
     print(body)
     if not args.no_write:
-        write_section(Path(args.results), body)
+        write_section(Path(args.results), NAME, body)
 
 
 if __name__ == "__main__":
