@@ -20,10 +20,10 @@ import json
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from tqdm import tqdm
 
 from pagefault.graph.context import Context
@@ -34,32 +34,28 @@ DIALOG_SCHEMA_DOC = """\
                              "id": str (optional external id), "timestamp": ISO-8601 (optional)}]}]}"""
 
 
+def _check_iso(value: str | None) -> str | None:
+    if value is not None:
+        to_epoch(value)
+    return value
+
+
+#: An optional ISO-8601 date/time, checked when the dialog is parsed.
+IsoTime = Annotated[str | None, AfterValidator(_check_iso)]
+
+
 class DialogMessage(BaseModel):
     text: str
     speaker: str | None = None
     role: Literal["user", "assistant"] = "user"
     id: str | None = None
-    timestamp: str | None = None
-
-    @field_validator("timestamp")
-    @classmethod
-    def _iso(cls, v: str | None) -> str | None:
-        if v is not None:
-            to_epoch(v)
-        return v
+    timestamp: IsoTime = None
 
 
 class DialogSession(BaseModel):
     id: str = Field(min_length=1, max_length=200)
-    timestamp: str | None = None
+    timestamp: IsoTime = None
     messages: list[DialogMessage]
-
-    @field_validator("timestamp")
-    @classmethod
-    def _iso(cls, v: str | None) -> str | None:
-        if v is not None:
-            to_epoch(v)
-        return v
 
 
 class Dialog(BaseModel):
