@@ -20,6 +20,8 @@ from pagefault import Context
 from pagefault.backends import ServerCollection
 from pagefault.production import open_postgres
 from pagefault.stores import CoreMemory, MemoryServices, Scope
+from pagefault.stores.archival import archival_id
+from pagefault.stores.lexical import LexicalDoc
 from pagefault.stores.pg_lexical import PostgresLexicalIndex
 
 ANA_FACTS = ["My name is Ana and I live in Lisbon.", "My locker code at the gym is 4417.",
@@ -140,3 +142,42 @@ def test_model_output_cannot_choose_whose_memory(engines, two_users):
     assert CoreMemory(store, Scope("srv-bob")).get("human").value == "Owns a red kayak."
     svc = _svc(engines)
     assert svc.archival.count(Scope("srv-ana")) == 3 and svc.archival.count(Scope("srv-bob")) == 1
+
+
+def test_a_retried_insert_repairs_a_record_left_in_chroma_only(engines, monkeypatch):
+    """A crash between the Chroma write and the BM25 write: the retry writes the missing BM25 half."""
+    svc, scope = _svc(engines), Scope("srv-half-chroma")
+    text = "Dora parks her camper van behind the old sawmill on Tuesdays."
+    lexical = svc.archival.index.lexical
+
+    def crash(docs):
+        raise RuntimeError("killed between the Chroma write and the BM25 write")
+
+    monkeypatch.setattr(lexical, "upsert", crash)
+    with pytest.raises(RuntimeError, match="killed between"):
+        svc.archival.insert(scope, text, ["travel"])
+    monkeypatch.undo()
+    rid = archival_id(scope, text)
+    assert svc.archival.index.collection.get(ids=[rid], include=[])["ids"] == [rid], "Chroma half written"
+    assert lexical.texts([rid]) == {} and svc.archival.count(scope) == 0, "BM25 half missing"
+
+    again = svc.archival.insert(scope, text, ["travel"])
+    assert (again.id, again.created, again.tags) == (rid, False, ("travel",))
+    assert lexical.texts([rid]) == {rid: text} and lexical.ids(scope.key) == {rid}
+    assert [d for d, _ in lexical.search("camper sawmill", scope.key, 5, tags=["travel"])] == [rid]
+    assert svc.archival.count(scope) == 1
+    assert svc.archival.index.collection.get(where={"scope": scope.key}, include=[])["ids"] == [rid]
+
+
+def test_a_retried_insert_repairs_a_record_left_in_bm25_only(engines):
+    svc, scope = _svc(engines), Scope("srv-half-bm25")
+    text = "Emil's ferry ticket number is FX-20931."
+    rid = archival_id(scope, text)
+    svc.archival.index.lexical.upsert([LexicalDoc(rid, scope.key, text, "", 0.0, ())])
+    assert svc.archival.index.collection.get(ids=[rid], include=[])["ids"] == []
+
+    again = svc.archival.insert(scope, text)
+    assert (again.id, again.created) == (rid, True)
+    assert svc.archival.index.collection.get(ids=[rid], include=["documents"])["documents"] == [text]
+    assert svc.archival.index.lexical.ids(scope.key) == {rid} and svc.archival.count(scope) == 1
+    assert [r.id for r, _ in svc.archival.search(scope, "ferry ticket FX-20931", 3)] == [rid]

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from pagefault.guard import scan
 from pagefault.redact import redact
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
+from pagefault.stores.lexical import LexicalDoc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.valid import check_unicode
@@ -115,13 +116,24 @@ class ArchivalStore:
         rid = archival_id(scope, text)
         existing = self.index.get([rid])
         if existing:
-            return record_from_hit(existing[0])
+            record = record_from_hit(existing[0])
+            self._repair_lexical(existing[0], record)
+            return record
         item = IndexedText(
             id=rid, text=text, scope=scope.key, thread_id=prov.thread_id, created_at=prov.created_at,
             tags=tags, metadata={"kind": "archival", **prov.metadata()},
         )
         self.index.upsert([item])
         return ArchivalRecord(rid, text, tags, prov, created=True)
+
+    def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
+        """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the
+        retried insert finds it there and writes the missing BM25 half from what Chroma holds."""
+        if self.index.lexical.texts([hit.id]):
+            return
+        m = hit.metadata
+        self.index.lexical.upsert([LexicalDoc(hit.id, str(m.get("scope", "")), hit.text, str(m.get("thread_id", "")),
+                                              float(m.get("created_at", 0.0)), record.tags)])
 
     def search(
         self,
