@@ -15,6 +15,7 @@ and how often they fire on ordinary conversation, is measured by ``benchmarks/in
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -403,6 +404,10 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) for n, d, p in _RULES_SPEC)
+
+#: Changes whenever what the scanner detects changes, so verdicts stored with records (the recall
+#: index stamps each turn with one) are re-checked only when they were made by other rules.
+GUARD_VERSION: str = hashlib.sha256(repr(_RULES_SPEC).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)

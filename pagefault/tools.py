@@ -25,7 +25,7 @@ from pagefault.guard import scan
 from pagefault.stores.archival import ArchivalStore
 from pagefault.stores.core import CoreMemory, CoreMemoryError
 from pagefault.stores.provenance import Provenance, role_source
-from pagefault.stores.recall import RecallIndex
+from pagefault.stores.recall import HIT_TEXT_CHARS, RecallHit, RecallIndex, recall_body
 from pagefault.stores.scope import Scope
 from pagefault.trust import Origins
 
@@ -34,7 +34,7 @@ MAX_QUERY_CHARS = 2_000
 #: Characters of each hit shown to the model; a search result must not flood the window.
 HIT_CHARS = 500
 #: Characters of each hit kept in the structured artifact.
-ARTIFACT_HIT_CHARS = 4_000
+ARTIFACT_HIT_CHARS = HIT_TEXT_CHARS
 #: Most candidates a quarantining search fetches while it looks for enough unflagged hits.
 MAX_FETCH = 1_000
 RESULTS_OPEN, RESULTS_CLOSE = "<memory_results>", "</memory_results>"
@@ -164,15 +164,11 @@ def hit_flags(call: MemoryCall, text: str, stored: tuple[str, ...] = ()) -> tupl
     return tuple(dict.fromkeys((*stored, *scan(text[:ARTIFACT_HIT_CHARS]).rules)))
 
 
-_CALLED = re.compile(r"\[called (.*)\]\s*$", re.S)
-
-
-def recall_body(text: str) -> str:
-    """A recall entry without what pagefault itself added (see ``stores.recall.recall_text``): the
-    ``speaker:`` prefix and the names in the ``[called tool(args)]`` note. Only the rest is scanned, so
-    the entry's own format never reads as a role header or a tool call; the arguments still are."""
-    body = text.split(": ", 1)[1] if ": " in text else text
-    return _CALLED.sub(lambda m: "[called " + re.sub(r"\b\w+\(", "(", m.group(1)) + "]", body)
+def _recall_flags(call: MemoryCall, hit: RecallHit) -> tuple[str, ...]:
+    """A recalled turn's flags: the verdict stored when it was indexed, if today's rules made it."""
+    if call.guard == "off":
+        return ()
+    return hit.flags if hit.flags is not None else hit_flags(call, recall_body(hit.text))
 
 
 def trust_label(flags: tuple[str, ...] | list[str]) -> str:
@@ -285,7 +281,7 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
     thread = call.thread_id if args.current_thread_only else None
     query = _query(args.query)
     found, hidden = _search(call, k, lambda n: call.recall.search(call.scope, query, n, thread_id=thread),
-                            lambda h: hit_flags(call, recall_body(h.text)))
+                            lambda h: _recall_flags(call, h))
     hits, entries = [], []
     for i, (h, flags) in enumerate(found, 1):
         origin = role_source(h.role)

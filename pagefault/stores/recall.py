@@ -13,6 +13,7 @@ small boost: conversations are local, and the rest of the matching exchange is u
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -20,6 +21,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.stores.archival import check_search
 from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
@@ -36,6 +38,10 @@ THREAD_BOOST = 0.05
 THREAD_POOL = 20
 #: Candidates each signal contributes.
 CANDIDATES = 100
+#: How much of a hit search results carry (and so how much of it the poisoning guard judges).
+HIT_TEXT_CHARS = 4_000
+#: Separates rule labels in the guard verdict stored with each turn (metadata values are scalars).
+_FLAG_SEP = "\x1f"
 
 
 def recall_id(scope: Scope, thread_id: str, turn: int) -> str:
@@ -68,6 +74,31 @@ def recall_text(message: BaseMessage) -> str:
     return repaired(redact(f"{speaker(message)}: {text}"[:MAX_INDEXED_CHARS]).text)
 
 
+_CALLED = re.compile(r"\[called (.*)\]\s*$", re.S)
+
+
+def recall_body(text: str) -> str:
+    """A recall entry without what pagefault itself added (see ``recall_text``): the ``speaker:``
+    prefix and the names in the ``[called tool(args)]`` note. Only the rest is scanned, so the entry's
+    own format never reads as a role header or a tool call; the arguments still are."""
+    body = text.split(": ", 1)[1] if ": " in text else text
+    return _CALLED.sub(lambda m: "[called " + re.sub(r"\b\w+\(", "(", m.group(1)) + "]", body)
+
+
+def guard_stamp(text: str) -> dict[str, str]:
+    """The poisoning guard's verdict on a recall entry, made once at index time: scanning every hit
+    of every search again cost more than the search itself."""
+    flags = scan(recall_body(text)[:HIT_TEXT_CHARS]).rules
+    return {"guard_flags": _FLAG_SEP.join(flags), "guard_version": GUARD_VERSION}
+
+
+def stored_flags(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    """The verdict stored with an entry, or None when it is missing or made by other rules."""
+    if meta.get("guard_version") != GUARD_VERSION:
+        return None
+    return tuple(f for f in str(meta.get("guard_flags", "")).split(_FLAG_SEP) if f)
+
+
 @dataclass
 class RecallHit:
     thread_id: str
@@ -78,6 +109,8 @@ class RecallHit:
     checkpoint_id: str
     score: float
     external_id: str = ""
+    #: The guard's stored verdict (rule labels), or None if it must be made afresh.
+    flags: tuple[str, ...] | None = None
 
     def citation(self) -> dict[str, Any]:
         c = {"source": "recall", "thread_id": self.thread_id, "turn": self.turn,
@@ -117,11 +150,13 @@ class RecallIndex:
             meta = msg.additional_kwargs.get("pagefault", {}) if msg.additional_kwargs else {}
             if meta.get("truncated"):
                 continue  # the full text was indexed before truncation
+            text = recall_text(msg)
             items.append(IndexedText(
-                id=recall_id(scope, thread_id, turn), text=recall_text(msg), scope=scope.key,
+                id=recall_id(scope, thread_id, turn), text=text, scope=scope.key,
                 thread_id=thread_id, created_at=float(meta.get("timestamp", now)),
                 metadata={"kind": "recall", "turn": turn, "role": msg.type, "message_id": msg.id or "",
-                          "checkpoint_id": checkpoint_id or "", "external_id": str(meta.get("external_id", ""))},
+                          "checkpoint_id": checkpoint_id or "", "external_id": str(meta.get("external_id", "")),
+                          **guard_stamp(text)},
             ))
         vectors = self.index.upsert(items)
         self._index_units(scope, thread_id, items, vectors)
@@ -190,7 +225,7 @@ class RecallIndex:
             text, m = docs[i]
             out.append(RecallHit(m.get("thread_id", ""), int(m.get("turn", -1)), m.get("role", ""), text,
                                  m.get("message_id", ""), m.get("checkpoint_id", ""), boosted[i],
-                                 m.get("external_id", "")))
+                                 m.get("external_id", ""), stored_flags(m)))
         return out
 
     def count(self, scope: Scope) -> int:
