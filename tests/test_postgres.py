@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 import psycopg
@@ -164,3 +165,46 @@ def test_postgres_bm25_ranks_filters_and_isolates_like_sqlite(database, tmp_path
     pg.delete(["d6", "d1"])
     assert pg.count("s-ana") == 3 and [i for i, _ in pg.search("Lucia", "s-ana", 5)] == []
     assert pg.search("the of and", "s-ana", 5) == [], "a query of stopwords alone matches nothing"
+
+
+class _PausingStore:
+    """A Postgres store whose writes from one chosen thread stop half-way through that thread's
+    read-modify-write, until another thread's edit has finished (or a few seconds passed)."""
+
+    def __init__(self, store) -> None:
+        self.store = store  # pagefault.locks finds the database behind it, as it does for the real store
+        self.paused_thread: int | None = None
+        self.in_write, self.other_done = threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def put(self, *args, **kwargs):
+        if threading.get_ident() == self.paused_thread:
+            self.in_write.set()
+            self.other_done.wait(timeout=3)
+        return self.store.put(*args, **kwargs)
+
+
+def test_set_block_waits_for_an_append_in_flight(database):
+    """An append has read the block and is about to write it when set_block starts: set_block waits for the
+    append's lock, so neither edit is lost and the set, coming second, is what the block holds."""
+    with open_postgres(database) as p:
+        store = _PausingStore(p.store)
+        core = CoreMemory(store, Scope("pg-set"))
+        core.set_block("plans", "Trip to Porto in May.")
+
+        def append() -> None:
+            store.paused_thread = threading.get_ident()
+            core.append("plans", "Book the train.")
+
+        appender = threading.Thread(target=append)
+        appender.start()
+        assert store.in_write.wait(timeout=60), "the append never reached its write"
+        core.set_block("plans", "Trip to Porto moved to June.")
+        store.other_done.set()
+        appender.join(timeout=60)
+
+        block = CoreMemory(p.store, Scope("pg-set")).get("plans")
+        assert block.value == "Trip to Porto moved to June."
+        assert [e["op"] for e in block.log] == ["set", "append", "set"], "the append landed, then the set"

@@ -160,6 +160,11 @@ class CoreMemory:
             raise CoreMemoryError("value must be a string")
         _check_text(value, "value", empty=True)
         _check_text(description, "description", empty=True)
+        with edit_lock(self.store, *self.namespace, label):  # an append in flight cannot overwrite it
+            return self._set_block(label, value, limit, description, provenance)
+
+    def _set_block(self, label: str, value: str, limit: int | None, description: str,
+                   provenance: Provenance | None) -> CoreBlock:
         try:
             current = self.get(label)
         except CoreMemoryError:
