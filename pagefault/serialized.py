@@ -14,7 +14,7 @@ unreachable database surfaces as ``ServiceUnavailable`` naming PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterator
 
 from langchain_core.runnables import RunnableConfig
@@ -74,9 +74,8 @@ class SerializedGraph:
         return e
 
     @contextmanager
-    def _turn(self, config: RunnableConfig | None) -> Iterator[None]:
-        tid = _thread(config)
-        self._acquire(tid)
+    def _errors(self) -> Iterator[None]:
+        """An unreachable database inside the run surfaces as ``ServiceUnavailable`` naming PostgreSQL."""
         try:
             yield
         except Exception as e:
@@ -84,8 +83,28 @@ class SerializedGraph:
             if err is e:
                 raise
             raise err from e
+
+    @contextmanager
+    def _turn(self, config: RunnableConfig | None) -> Iterator[None]:
+        """Hold the thread for one run (sync callers)."""
+        tid = _thread(config)
+        self._acquire(tid)
+        try:
+            with self._errors():
+                yield
         finally:
             self._release(tid)
+
+    @asynccontextmanager
+    async def _aturn(self, config: RunnableConfig | None) -> AsyncIterator[None]:
+        """Hold the thread for one run (async callers; the lock is taken off the event loop)."""
+        tid = _thread(config)
+        await asyncio.to_thread(self._acquire, tid)
+        try:
+            with self._errors():
+                yield
+        finally:
+            await asyncio.to_thread(self._release, tid)
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         with self._turn(config):
@@ -106,28 +125,10 @@ class SerializedGraph:
             return self.graph.invoke(None, config, **self._options(kwargs))
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        tid = _thread(config)
-        await asyncio.to_thread(self._acquire, tid)
-        try:
+        async with self._aturn(config):
             return await self.graph.ainvoke(input, config, **self._options(kwargs))
-        except Exception as e:
-            err = self._translated(e)
-            if err is e:
-                raise
-            raise err from e
-        finally:
-            await asyncio.to_thread(self._release, tid)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        tid = _thread(config)
-        await asyncio.to_thread(self._acquire, tid)
-        try:
+        async with self._aturn(config):
             async for part in self.graph.astream(input, config, **self._options(kwargs)):
                 yield part
-        except Exception as e:
-            err = self._translated(e)
-            if err is e:
-                raise
-            raise err from e
-        finally:
-            await asyncio.to_thread(self._release, tid)

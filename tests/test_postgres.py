@@ -208,3 +208,49 @@ def test_set_block_waits_for_an_append_in_flight(database):
         block = CoreMemory(p.store, Scope("pg-set")).get("plans")
         assert block.value == "Trip to Porto moved to June."
         assert [e["op"] for e in block.log] == ["set", "append", "set"], "the append landed, then the set"
+
+
+async def test_async_runs_on_one_thread_take_turns_and_a_refused_one_leaves_no_trace(database, tmp_path):
+    """ainvoke/astream hold the thread like invoke/stream: two at once both land, in turn; one that cannot
+    wait is ThreadBusy, saves nothing, and lets the thread go."""
+    import asyncio
+
+    from pagefault.serialized import ThreadBusy
+
+    async with open_postgres_async(database) as p:
+        graph = p.graph()
+        ctx = Context(user_id="pg-turns", data_dir=str(tmp_path / "d"))
+        config = {"configurable": {"thread_id": "pg-turns-1"}}
+        first, second = "My boat is called Aurora.", "My kite is called Zephyr."
+
+        async def stream(text):
+            return [part async for part in graph.astream({"messages": [HumanMessage(text)]}, config, context=ctx)]
+
+        await asyncio.gather(graph.ainvoke({"messages": [HumanMessage(first)]}, config, context=ctx), stream(second))
+        kinds = [m.type for m in (await graph.aget_state(config)).values["messages"]]
+        assert kinds == ["human", "ai", "tool", "ai"] * 2, kinds
+
+        impatient = p.graph(wait=0.2)
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold() -> None:
+            with graph.locks.hold("thread", "pg-turns-1"):
+                held.set()
+                release.wait(timeout=30)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(timeout=30)
+        with pytest.raises(ThreadBusy, match="is busy"):
+            await impatient.ainvoke({"messages": [HumanMessage("My canoe is yellow.")]}, config, context=ctx)
+        with pytest.raises(ThreadBusy, match="is busy"):
+            [part async for part in impatient.astream({"messages": [HumanMessage("My canoe is yellow.")]}, config,
+                                                      context=ctx)]
+        release.set()
+        holder.join(timeout=30)
+        humans = [m.content for m in (await graph.aget_state(config)).values["messages"] if isinstance(m, HumanMessage)]
+        assert sorted(humans) == sorted([first, second]), "the refused runs saved nothing"
+        await impatient.ainvoke({"messages": [HumanMessage("My canoe is yellow.")]}, config, context=ctx)
+        humans = [m.content for m in (await graph.aget_state(config)).values["messages"] if isinstance(m, HumanMessage)]
+        assert humans[-1] == "My canoe is yellow." and len(humans) == 3, "the thread was let go"
