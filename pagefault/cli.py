@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pagefault.cli_memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
 from pagefault.cli_history import HISTORY_COMMANDS, add_history_commands, run_history_command
 from pagefault.cli_ops import OPS_COMMANDS, add_ops_commands, run_ops_command
+from pagefault.cli_ingest import INGEST_COMMANDS, add_ingest_commands, run_ingest_command
 from pagefault.embedded import EmbeddedPersistence, open_embedded
 from pagefault.graph.context import Context
 from pagefault.nodes.main_context import build_main_context
@@ -217,6 +218,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     add_memory_commands(sub)  # export, import, inspect
     add_history_commands(sub)  # import-history
     add_ops_commands(sub)  # doctor
+    add_ingest_commands(sub)  # ingest
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         if args.command == "demo":
@@ -227,6 +229,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             return run_memory_command(args)
         elif args.command in OPS_COMMANDS:
             return run_ops_command(args)
+        elif args.command in INGEST_COMMANDS:
+            return run_ingest_command(args)
         else:
             args.thread = args.thread or f"thread-{uuid.uuid4().hex[:8]}"
             run_chat(args)

@@ -3,9 +3,10 @@ window is split into passages that the agent pages in with ``archival_memory_sea
 
 Passages are cut on paragraph boundaries (a paragraph longer than a passage is cut on sentences,
 then hard). Each passage is an ordinary archival record written through ``ArchivalStore.insert``
-(so the poisoning guard and secret redaction apply), with provenance ``source="document"`` and
-``message_id="<name>#p<i>"``. Passages are embedded in batches first, so the one-by-one inserts
-reuse those vectors instead of running the model once per passage.
+(so the poisoning guard and secret redaction apply), with provenance ``source="document"``,
+``message_id="<name>#p<i>"`` and ``offset`` (the character offset in the text where the passage
+starts). Passages are embedded in batches first, so the inserts reuse those vectors instead of
+running the model once per passage.
 """
 
 from __future__ import annotations
@@ -25,36 +26,55 @@ DEFAULT_PASSAGE_CHARS = 1_500
 _BATCH = 64
 
 
-def split_passages(text: str, max_chars: int = DEFAULT_PASSAGE_CHARS) -> list[str]:
-    """Consecutive passages of at most ``max_chars``, cut between paragraphs where possible."""
+def _pieces(text: str, pattern: str, base: int = 0) -> list[tuple[int, str]]:
+    """(offset, piece) for the stripped pieces of ``text`` between matches of ``pattern``."""
+    out, pos = [], 0
+    for m in [*re.finditer(pattern, text), None]:
+        stop = m.start() if m else len(text)
+        raw = text[pos:stop]
+        piece = raw.strip()
+        if piece:
+            out.append((base + pos + len(raw) - len(raw.lstrip()), piece))
+        pos = m.end() if m else pos
+    return out
+
+
+def split_passages_at(text: str, max_chars: int = DEFAULT_PASSAGE_CHARS) -> list[tuple[int, str]]:
+    """Consecutive passages of at most ``max_chars``, cut between paragraphs where possible, each
+    with the character offset in ``text`` where it starts."""
     if max_chars < 100:
         raise ValueError("max_chars must be at least 100")
-    pieces: list[str] = []
-    for para in (p.strip() for p in re.split(r"\n\s*\n", text)):
-        if not para:
-            continue
+    pieces: list[tuple[int, str]] = []
+    for at, para in _pieces(text, r"\n\s*\n"):
         if len(para) <= max_chars:
-            pieces.append(para)
+            pieces.append((at, para))
             continue
-        sentence = ""
-        for s in re.split(r"(?<=[.!?])\s+", para):
+        sentence, sentence_at = "", at
+        for s_at, s in _pieces(para, r"(?<=[.!?])\s+", at):
             while len(s) > max_chars:  # a "sentence" longer than a passage: cut it hard
-                pieces.append(s[:max_chars])
-                s = s[max_chars:]
+                pieces.append((s_at, s[:max_chars]))
+                s, s_at = s[max_chars:], s_at + max_chars
             if sentence and len(sentence) + 1 + len(s) > max_chars:
-                pieces.append(sentence)
-                sentence = s
+                pieces.append((sentence_at, sentence))
+                sentence, sentence_at = s, s_at
             else:
-                sentence = f"{sentence} {s}".strip()
+                joined = f"{sentence} {s}"
+                base = sentence_at if sentence else s_at - 1  # where ``joined`` would start in the text
+                sentence, sentence_at = joined.strip(), base + len(joined) - len(joined.lstrip())
         if sentence:
-            pieces.append(sentence)
-    passages: list[str] = []
-    for piece in pieces:
-        if passages and len(passages[-1]) + 2 + len(piece) <= max_chars:
-            passages[-1] += "\n\n" + piece
+            pieces.append((sentence_at, sentence))
+    passages: list[tuple[int, str]] = []
+    for at, piece in pieces:
+        if passages and len(passages[-1][1]) + 2 + len(piece) <= max_chars:
+            passages[-1] = (passages[-1][0], passages[-1][1] + "\n\n" + piece)
         else:
-            passages.append(piece)
+            passages.append((at, piece))
     return passages
+
+
+def split_passages(text: str, max_chars: int = DEFAULT_PASSAGE_CHARS) -> list[str]:
+    """Consecutive passages of at most ``max_chars``, cut between paragraphs where possible."""
+    return [p for _, p in split_passages_at(text, max_chars)]
 
 
 def ingest_document(
@@ -70,16 +90,16 @@ def ingest_document(
     """Split ``text`` into passages and save each to ``scope``'s archival memory (idempotent)."""
     if not name or not isinstance(name, str):
         raise ValueError("a document needs a name (it goes into each passage's provenance)")
-    passages = split_passages(text, max_chars)
+    passages = split_passages_at(text, max_chars)
     records: list[ArchivalRecord] = []
     embeddings = archival.index.embeddings
     with tqdm(total=len(passages), desc=f"ingesting {name}", unit="passage", file=sys.stderr,
               disable=not progress) as bar:
         for start in range(0, len(passages), _BATCH):
             batch = passages[start:start + _BATCH]
-            embeddings.embed_array(batch)  # one model run for the batch; the inserts reuse it
-            for i, passage in enumerate(batch, start):
-                prov = Provenance(source="document", message_id=f"{name}#p{i}")
+            embeddings.embed_array([p for _, p in batch])  # one model run for the batch; the inserts reuse it
+            for i, (offset, passage) in enumerate(batch, start):
+                prov = Provenance(source="document", message_id=f"{name}#p{i}", offset=offset)
                 records.append(archival.insert(scope, passage, tags, prov))
                 bar.update()
     return records

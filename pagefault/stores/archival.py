@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from pagefault.guard import scan
@@ -111,8 +111,7 @@ class ArchivalStore:
         if redact_secrets:
             text = redact(text).text
         prov = provenance or Provenance()
-        prov = Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at,
-                          tuple(dict.fromkeys((*prov.flags, *scan(text).rules))))
+        prov = replace(prov, flags=tuple(dict.fromkeys((*prov.flags, *scan(text).rules))))
         rid = archival_id(scope, text)
         existing = self.index.get([rid])
         if existing:

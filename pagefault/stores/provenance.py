@@ -34,6 +34,8 @@ class Provenance:
     source: str = "agent"
     created_at: float = field(default_factory=time.time)
     flags: tuple[str, ...] = ()
+    offset: int = -1
+    """Character offset of a document passage in its source file (-1: not a document passage)."""
 
     def __post_init__(self) -> None:
         if self.source not in SOURCE_KINDS:
@@ -45,6 +47,8 @@ class Provenance:
         if (isinstance(self.created_at, bool) or not isinstance(self.created_at, (int, float))
                 or not -MAX_EPOCH <= self.created_at <= MAX_EPOCH):
             raise ValueError(f"created_at must be epoch seconds, got {self.created_at!r}")
+        if isinstance(self.offset, bool) or not isinstance(self.offset, int) or self.offset < -1:
+            raise ValueError(f"offset must be an integer >= -1, got {self.offset!r}")
         self.flags = tuple(self.flags)
 
     @property
@@ -58,8 +62,11 @@ class Provenance:
 
     def metadata(self) -> dict[str, Any]:
         """Flat fields for an index's metadata (Chroma takes str, int, float and bool)."""
-        return {"turn": self.turn, "message_id": self.message_id, "source": self.source,
+        meta = {"turn": self.turn, "message_id": self.message_id, "source": self.source,
                 "flags": "|".join(self.flags), "flagged": self.flagged}
+        if self.offset >= 0:
+            meta["offset"] = self.offset
+        return meta
 
     @classmethod
     def from_metadata(cls, m: Mapping[str, Any]) -> "Provenance":
@@ -67,10 +74,15 @@ class Provenance:
         return cls(
             thread_id=str(m.get("thread_id", "")), turn=int(m.get("turn", -1)), message_id=str(m.get("message_id", "")),
             source=source if source in SOURCE_KINDS else "agent", created_at=float(m.get("created_at", 0.0)),
-            flags=tuple(f for f in str(m.get("flags", "")).split("|") if f),
+            flags=tuple(f for f in str(m.get("flags", "")).split("|") if f), offset=_offset(m.get("offset")),
         )
 
     def log_entry(self, op: str) -> dict[str, Any]:
         """One line of a core block's edit log."""
         return {"op": op, "source": self.source, "thread_id": self.thread_id, "turn": self.turn,
                 "message_id": self.message_id, "at": self.created_at, "flags": list(self.flags)}
+
+
+def _offset(value: object) -> int:
+    """A stored document offset, or -1 for anything that is not one (imported metadata may hold junk)."""
+    return value if type(value) is int and value >= 0 else -1
