@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit, urlunsplit
 
@@ -51,6 +52,28 @@ def chroma_url(explicit: str | None = None) -> str:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"Chroma URL must look like http://host:port, got {public_url(url)!r}")
     return url
+
+
+@dataclass(frozen=True)
+class Engines:
+    """Where the memory lives. A process setting: its environment, or the code that runs the graph
+    (``Context``'s engine fields), never a served run's context."""
+
+    data_dir: str = ".pagefault"
+    chroma_url: str = ""
+    database_url: str = ""
+
+    @classmethod
+    def from_env(cls) -> "Engines":
+        """``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL`` and ``PAGEFAULT_DATABASE_URL`` (unset: embedded)."""
+        return cls(os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"), chroma_url(), database_url())
+
+    @classmethod
+    def of(cls, ctx: Any) -> "Engines":
+        """A run's engines: those of an in-process ``Context``, else (a served ``RunContext``) the environment's."""
+        if all(hasattr(ctx, name) for name in ("data_dir", "chroma_url", "database_url")):
+            return cls(ctx.data_dir, ctx.chroma_url, ctx.database_url)
+        return cls.from_env()
 
 
 def public_url(url: str) -> str:

@@ -24,14 +24,15 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
-from pagefault.graph.context import Context
+from pagefault.graph.context import Context, RunContext
 from pagefault.nodes import approval
 from pagefault.nodes.wiring import scope_of, services
 from pagefault.stores.core import CoreMemory
 from pagefault.tools import MEMORY_TOOLS, MemoryCall, MemoryTool, ToolError, run_memory_tool, untrusted_core_edit
 from pagefault.trust import origins_of
 
-CONTEXT_FIELDS = frozenset(f.name for f in fields(Context))
+#: What a run's own context may override: never where the memory lives (``ENGINE_FIELDS``).
+CONTEXT_FIELDS = frozenset(f.name for f in fields(RunContext))
 #: Settings a run may carry in ``configurable`` when its context is not pagefault's.
 SCOPE_KEYS = ("user_id", "agent_id")
 

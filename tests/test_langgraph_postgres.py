@@ -115,3 +115,40 @@ def test_two_users_on_a_postgres_backed_server(server):
     assert svc.archival.count(Scope("lgpg-ana")) == 1 and svc.archival.count(Scope("lgpg-bob")) == 0
     assert svc.archival.index.collection.count() == 1
     assert not os.path.exists(server["data_dir"]), "nothing was written to the server's local data directory"
+
+
+@pytest.mark.parametrize("field", ["data_dir", "chroma_url", "database_url"])
+def test_a_client_cannot_say_where_the_memory_lives(server, tmp_path, field):
+    """Engines come from the server's environment: the served graph's context schema has no engine field,
+    so the server drops one a client sends; the turn's memory lands on the server's own
+    engines and nothing is read or written where the client pointed."""
+    client = get_sync_client(url=server["url"], api_key=None, timeout=60)
+    schema = client.assistants.get_schemas(client.assistants.search(graph_id="pagefault")[0]["assistant_id"])
+    assert not {"data_dir", "chroma_url", "database_url"} & set(schema["context_schema"]["properties"])
+    user, elsewhere = f"lgpg-eve-{field}", {
+        "data_dir": str(tmp_path / "elsewhere"), "chroma_url": "http://127.0.0.1:9",
+        "database_url": "postgresql://postgres@127.0.0.1:9/elsewhere"}[field]
+    thread_id = client.threads.create()["thread_id"]
+    client.runs.wait(thread_id, "pagefault", input={"messages": [{"role": "user", "content": "My cat is Tom."}]},
+                     context={"user_id": user, field: elsewhere})
+    values = client.threads.get_state(thread_id)["values"]
+    assert "saved" in values["messages"][-1]["content"].lower(), values["messages"][-1]
+    svc = MemoryServices.open(server["data_dir"], chroma_url=server["chroma"], database_url=server["database"])
+    assert svc.archival.count(Scope(user)) == 1 and svc.archival.search(Scope(user), "cat", 1)[0][0].text == \
+        "My cat is Tom."
+    assert not (tmp_path / "elsewhere").exists() and not os.path.exists(server["data_dir"])
+
+
+def test_the_served_graph_refuses_engine_settings_in_a_run_context():
+    """The same graph run in process with a client-shaped context (a mapping) is refused, naming the field."""
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from pagefault.graph import builder
+
+    graph = builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
+    for field in ("data_dir", "chroma_url", "database_url"):
+        with pytest.raises(ValueError, match=f"{field} cannot be set by a run's context"):
+            graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}},
+                         context={"user_id": "eve", field: "/tmp/elsewhere"})

@@ -8,7 +8,8 @@ START -> [over budget?] -> compact -> reason
 ```
 
 ``graph`` is compiled without a checkpointer or store, as ``langgraph dev`` and the LangGraph
-server require; they supply their own. Library users call ``build_graph(checkpointer=..., store=...)``.
+server require; they supply their own. Its runs cannot choose where the memory lives (``served``).
+Library users call ``build_graph(checkpointer=..., store=...)``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from pagefault.graph.context import Context
+from pagefault.graph.context import Context, RunContext
 from pagefault.graph.state import InputState, PagefaultState
 from pagefault.nodes.compact import make_compact
 from pagefault.nodes.dispatch import make_dispatch
@@ -31,8 +32,14 @@ from pagefault.nodes.reason import make_reason, measure
 from pagefault.nodes.wiring import Wiring, context_of
 
 
-def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None) -> StateGraph:
-    """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools."""
+def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
+                 served: bool = False) -> StateGraph:
+    """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools.
+
+    ``served``: for a graph a server runs for its clients (``langgraph dev``, a LangGraph server). Its
+    runs take a ``RunContext``, so a client cannot say where the memory lives: that comes from the
+    server's environment (``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL``, ``PAGEFAULT_DATABASE_URL``).
+    """
     wiring = Wiring(model=model, tools=list(tools))
 
     def over_budget(state: PagefaultState, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
@@ -55,7 +62,7 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
             return "dispatch"
         return over_budget(state, runtime)
 
-    builder = StateGraph(PagefaultState, input_schema=InputState, context_schema=Context)
+    builder = StateGraph(PagefaultState, input_schema=InputState, context_schema=RunContext if served else Context)
     builder.add_node("reason", make_reason(wiring))
     builder.add_node("memory", make_memory(wiring))
     builder.add_node("dispatch", make_dispatch(wiring))
@@ -75,14 +82,19 @@ def build_graph(
     tools: Sequence[BaseTool] = (),
     model: BaseChatModel | None = None,
     name: str = "pagefault",
+    served: bool = False,
 ) -> CompiledStateGraph:
     """Compile the pagefault graph for library use.
 
     ``checkpointer`` holds conversation recall (the source of truth for every past turn) and
-    ``store`` holds core memory; see ``pagefault.embedded`` for the SQLite defaults.
+    ``store`` holds core memory; see ``pagefault.embedded`` for the SQLite defaults. ``served``: see
+    ``make_builder``.
     """
-    return make_builder(tools=tools, model=model).compile(checkpointer=checkpointer, store=store, name=name)
+    return make_builder(tools=tools, model=model, served=served).compile(checkpointer=checkpointer, store=store,
+                                                                           name=name)
 
 
-builder = make_builder()
+#: What ``langgraph dev`` and the LangGraph server run: clients set a ``RunContext``, the server's
+#: environment says where the memory lives.
+builder = make_builder(served=True)
 graph = builder.compile(name="pagefault")

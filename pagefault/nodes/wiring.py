@@ -12,7 +12,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 
-from pagefault.graph.context import Context
+from pagefault.backends import Engines
+from pagefault.graph.context import Context, RunContext
 from pagefault.models import load_chat_model, token_model_name
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.scope import Scope
@@ -91,8 +92,10 @@ def core_memory(runtime: Runtime[Context]) -> CoreMemory:
                       redact_secrets=ctx.redact_secrets)
 
 
-def services(ctx: Context) -> MemoryServices:
-    return MemoryServices.open(ctx.data_dir, chroma_url=ctx.chroma_url, database_url=ctx.database_url)
+def services(ctx: RunContext) -> MemoryServices:
+    """The run's memory, where the process keeps it (``Engines.of``: a served run cannot move it)."""
+    e = Engines.of(ctx)
+    return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url)
 
 
 def thread_id(config: RunnableConfig) -> str:
