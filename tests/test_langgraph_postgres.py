@@ -152,3 +152,16 @@ def test_the_served_graph_refuses_engine_settings_in_a_run_context():
         with pytest.raises(ValueError, match=f"{field} cannot be set by a run's context"):
             graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}},
                          context={"user_id": "eve", field: "/tmp/elsewhere"})
+
+
+def test_memory_tools_keep_their_own_engines_whatever_the_run_context_says():
+    """memory_tools / PagefaultMiddleware in a served create_agent app: the run's context may set the user,
+    never where the memory lives; the engines are those of the Context the code gave them."""
+    from pagefault import Context, RunContext
+    from pagefault.toolkit import resolve_context
+
+    own = Context(user_id="default", data_dir="/srv/pagefault", chroma_url="", database_url="")
+    for run in ({"user_id": "eve", "data_dir": "/tmp/elsewhere", "chroma_url": "http://127.0.0.1:9",
+                 "database_url": "postgresql://postgres@127.0.0.1:9/x"}, RunContext(user_id="eve")):
+        ctx = resolve_context(own, run)
+        assert (ctx.user_id, ctx.data_dir, ctx.chroma_url, ctx.database_url) == ("eve", "/srv/pagefault", "", "")
