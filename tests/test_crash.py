@@ -15,28 +15,56 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from engines import chroma_server, child, child_env, fresh_database
-from pagefault import Context
+from pagefault import Context, open_embedded
 from pagefault.production import open_postgres
 from pagefault.stores import CoreMemory, MemoryServices, Scope
 from pagefault.stores.recall import recall_id
 
-WINDOW = 2000  # two filler turns fit; the third pushes the window past its trigger
+FILLERS = [f"Note {i}: " + " ".join(f"the quiet harbour number {i} had boats painted blue and green"
+                                     for _ in range(6)) + "." for i in range(3)]
+
+
+def _window(root) -> int:
+    """The smallest window (in steps of 25 tokens) in which two filler turns do not compact and the third
+    does, found by running them on scratch embedded threads, so the prompt and tool schemas may grow
+    without moving the crash point out of the third turn."""
+
+    def compactions(window: int, turns: int) -> int:
+        folder = str(root / f"calibrate-{window}-{turns}")
+        with open_embedded(folder) as p:
+            graph, config = p.graph(), {"configurable": {"thread_id": "calibrate"}}
+            ctx = Context(user_id="calibrate", data_dir=folder, context_window=window)
+            for text in FILLERS[:turns]:
+                values = graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+            return values["compactions"]
+
+    with open_embedded(str(root / "calibrate")) as p:  # where to start: the size of two turns, unwarned
+        ctx = Context(user_id="calibrate", data_dir=str(root / "calibrate"), context_window=100_000)
+        config = {"configurable": {"thread_id": "calibrate"}}
+        for text in FILLERS[:2]:
+            two = p.graph().invoke({"messages": [HumanMessage(text)]}, config, context=ctx)["tokens"]["total"]
+    window = int(two / ctx.compaction_trigger) // 25 * 25
+    while compactions(window, 2):
+        window += 25
+    assert compactions(window, 3) == 1, f"no window makes the third filler turn compact (tried {window})"
+    return window
 
 
 @pytest.fixture(scope="module")
 def engines(tmp_path_factory):
     root = tmp_path_factory.mktemp("crash")
+    window = _window(root)
     with fresh_database("pf_crash") as url, chroma_server(root / "chroma") as chroma:
         env = child_env(PAGEFAULT_DATABASE_URL=url, PAGEFAULT_CHROMA_URL=chroma.url,
-                        PAGEFAULT_DATA_DIR=str(root / "data"), PAGEFAULT_CONTEXT_WINDOW=str(WINDOW))
+                        PAGEFAULT_DATA_DIR=str(root / "data"), PAGEFAULT_CONTEXT_WINDOW=str(window))
         with open_postgres(url) as persistence:
             yield {"url": url, "chroma": chroma.url, "env": env, "persistence": persistence,
-                   "data_dir": str(root / "data")}
+                   "data_dir": str(root / "data"), "window": window}
 
 
 def _ctx(engines, user: str) -> Context:
     return Context(user_id=user, chroma_url=engines["chroma"], database_url=engines["url"],
-                   data_dir=engines["data_dir"], context_window=WINDOW)
+                   data_dir=engines["data_dir"], context_window=engines["window"])
 
 
 def _services(engines) -> MemoryServices:
@@ -121,8 +149,7 @@ def test_killed_in_the_middle_of_compaction(engines):
     user, thread = "crash-compact", "t-compact"
     ctx, persistence = _ctx(engines, user), engines["persistence"]
     graph, config = persistence.graph(), {"configurable": {"thread_id": thread}}
-    fillers = [f"Note {i}: " + " ".join(f"the quiet harbour number {i} had boats painted blue and green"
-                                        for _ in range(6)) + "." for i in range(3)]
+    fillers = FILLERS
     for text in fillers[:2]:
         graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
     assert _state(engines, thread).values["compactions"] == 0
