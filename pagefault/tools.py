@@ -27,6 +27,8 @@ from pagefault.stores.core import CoreMemory, CoreMemoryError
 from pagefault.stores.provenance import Provenance, role_source
 from pagefault.stores.recall import HIT_TEXT_CHARS, RecallHit, RecallIndex, recall_body
 from pagefault.stores.scope import Scope
+from pagefault.stores.procedures import ProceduralMemory, ProcedureError
+from pagefault.stores.validity import OPEN
 from pagefault.trust import Origins
 
 MAX_TOP_K = 50
@@ -96,6 +98,8 @@ class ArchivalInsert(BaseModel):
 
     text: str = Field(description="The fact or passage, self-contained.")
     tags: list[str] | None = Field(default=None, description="Optional tags for filtering later.")
+    valid_from: str | None = Field(default=None, description="When the fact became true (ISO date); default now. "
+                                   "A fact that contradicts an older one about the same thing supersedes it.")
 
 
 class ArchivalSearch(BaseModel):
@@ -106,6 +110,17 @@ class ArchivalSearch(BaseModel):
     tags: list[str] | None = Field(default=None, description="Only records with all these tags.")
     start: str | None = Field(default=None, description="Only records created at or after this ISO date/time.")
     end: str | None = Field(default=None, description="Only records created at or before this ISO date/time.")
+    as_of: str | None = Field(default=None, description="What was true at this ISO date/time (superseded facts "
+                              "included); default: only facts true now.")
+
+
+class ProcedureUpdate(BaseModel):
+    """Learn a rule or preference for how to behave ("always answer in French"), shown in your prompt
+    from then on, or forget one by its id. Facts about the world go to archival or core memory."""
+
+    add: str | None = Field(default=None, description="A rule to learn, one sentence.")
+    remove: str | None = Field(default=None, description="Id of a rule to forget, e.g. proc-1a2b3c4d5e6f.")
+    kind: str = Field(default="rule", description="'rule' or 'preference' (for add).")
 
 
 class ConversationSearch(BaseModel):
@@ -234,10 +249,44 @@ def core_memory_replace(call: MemoryCall, args: CoreReplace) -> ToolResult:
                       {"section": block.label, "value": block.value, "provenance": block.log[-1]})
 
 
+def _procedure_reasons(call: MemoryCall, text: str) -> list[str]:
+    """Why a rule may not be trusted. A rule is instruction-shaped by nature, so that alone is not held
+    against the user's own words; it is against text from anywhere else, and a tainted turn is never trusted."""
+    if call.guard == "off":
+        return []
+    reasons = list(call.origins.taint)
+    if call.origins.attribute(text) != "user":
+        reasons += [f"the text is instruction-shaped ({r}) and not the user's own words" for r in scan(text).rules]
+    return reasons
+
+
+def procedure_update(call: MemoryCall, args: ProcedureUpdate) -> ToolResult:
+    if (args.add is None) == (args.remove is None):
+        raise ToolError("give exactly one of add (a rule to learn) or remove (the id of a rule to forget)")
+    memory = ProceduralMemory(call.core.store, call.scope, redact_secrets=call.redact_secrets)
+    try:
+        if args.remove is not None:
+            proc = memory.remove(args.remove)
+            return ToolResult(f"Forgot procedure {proc.id}.", {"id": proc.id, "procedure": proc.text, "op": "remove"})
+        prov = call.provenance(args.add)  # in every prompt, like core memory: refused when untrusted
+        reasons = _procedure_reasons(call, args.add)
+        if reasons and not call.approved and call.untrusted_core_edits != "allow":
+            raise ToolError("procedure refused: it comes from untrusted content (" + "; ".join(reasons) + "). Rules "
+                            "are in every prompt, so untrusted text becomes one only with a person's approval.")
+        if reasons:
+            prov = Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at,
+                              ("approved",) if call.approved else ("untrusted",))
+        proc = memory.add(args.add, kind=args.kind, provenance=prov)
+    except ProcedureError as e:
+        raise ToolError(str(e)) from e
+    return ToolResult(f"Learned procedure {proc.id}: {quote(proc.text)}", {"id": proc.id, "procedure": proc.text,
+                                                                           "op": "add"})
+
+
 def archival_memory_insert(call: MemoryCall, args: ArchivalInsert) -> ToolResult:
     try:
         rec = call.archival.insert(call.scope, args.text, args.tags or (), call.provenance(args.text),
-                                   redact_secrets=call.redact_secrets)
+                                   redact_secrets=call.redact_secrets, valid_from=parse_time(args.valid_from, "valid_from"))
     except ValueError as e:
         raise ToolError(str(e)) from e
     verb = "Saved" if rec.created else "Already stored"
@@ -256,9 +305,11 @@ def archival_memory_search(call: MemoryCall, args: ArchivalSearch) -> ToolResult
     if start is not None and end is not None and start > end:
         raise ToolError("start is after end")
     query = _query(args.query)
+    as_of = parse_time(args.as_of, "as_of")
     try:
         found, hidden = _search(
-            call, k, lambda n: call.archival.search(call.scope, query, n, tags=args.tags or (), start=start, end=end),
+            call, k, lambda n: call.archival.search(call.scope, query, n, tags=args.tags or (), start=start, end=end,
+                                                    as_of=as_of),
             lambda rs: hit_flags(call, rs[0].text, rs[0].provenance.flags))
     except ValueError as e:
         raise ToolError(str(e)) from e
@@ -267,12 +318,17 @@ def archival_memory_search(call: MemoryCall, args: ArchivalSearch) -> ToolResult
         p = r.provenance
         hits.append({"text": r.text[:ARTIFACT_HIT_CHARS], "score": score, **r.citation(), "flagged": bool(flags),
                      "flags": list(flags)})
+        if r.validity is not None and r.fact_key:
+            hits[-1]["validity"] = {"valid_from": r.validity.valid_from, "valid_to": r.validity.valid_to,
+                                    "superseded_by": r.validity.superseded_by or None}
+        valid = "" if r.validity is None or not r.fact_key else (
+            f" valid={_iso(r.validity.valid_from)}.." + ("now" if r.validity.valid_to >= OPEN else _iso(r.validity.valid_to)))
         entries.append(f"[{i}] id={r.id} origin={p.source} thread={p.thread_id or '-'} turn={p.turn} "
-                       f"saved={_iso(p.created_at)} tags={','.join(r.tags) or '-'} trust={trust_label(flags)}\n"
+                       f"saved={_iso(p.created_at)}{valid} tags={','.join(r.tags) or '-'} trust={trust_label(flags)}\n"
                        f"    text: {quote(r.text, HIT_CHARS)}")
     headline = _headline(len(hits), "archival result(s)", sum(bool(h["flags"]) for h in hits), hidden)
     return ToolResult(_results(headline, entries),
-                      {"hits": hits, "citations": [{k: h[k] for k in h if k not in ("text", "score", "flags")}
+                      {"hits": hits, "citations": [{k: h[k] for k in h if k not in ("text", "score", "flags", "validity")}
                                                    for h in hits]})
 
 
@@ -310,6 +366,7 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
         MemoryTool("archival_memory_insert", ArchivalInsert, archival_memory_insert),
         MemoryTool("archival_memory_search", ArchivalSearch, archival_memory_search),
         MemoryTool("conversation_search", ConversationSearch, conversation_search),
+        MemoryTool("procedure_update", ProcedureUpdate, procedure_update),
     )
 }
 
@@ -340,7 +397,7 @@ def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult
 def untrusted_core_edit(call: MemoryCall, name: str, raw_args: object) -> list[str]:
     """Why this call, if it is a core edit, comes from untrusted content (empty: it does not, or it is not one)."""
     tool = MEMORY_TOOLS.get(name)
-    if tool is None or tool.schema not in (CoreAppend, CoreReplace) or call.guard == "off":
+    if tool is None or tool.schema not in (CoreAppend, CoreReplace, ProcedureUpdate) or call.guard == "off":
         return []
     if isinstance(raw_args, str):
         try:
@@ -351,6 +408,8 @@ def untrusted_core_edit(call: MemoryCall, name: str, raw_args: object) -> list[s
         args = tool.schema.model_validate(raw_args)
     except ValidationError:
         return []
+    if isinstance(args, ProcedureUpdate):
+        return _procedure_reasons(call, args.add) if args.add else []
     return call.origins.untrusted(args.text if isinstance(args, CoreAppend) else args.new)
 
 

@@ -41,7 +41,7 @@ def test_examples_run_and_do_what_they_say(in_tmp, capsys):
 
     exec(compile(tools, "README tools example", "exec"), ns)
     assert {t.name for t in ns["tools"]} == {"core_memory_append", "core_memory_replace", "archival_memory_insert",
-                                             "archival_memory_search", "conversation_search"}
+                                             "archival_memory_search", "conversation_search", "procedure_update"}
     assert "Lisbon" in ns["found"] and ns["found"].startswith("1 archival result")
 
     exec(compile(retriever, "README retriever example", "exec"), ns)

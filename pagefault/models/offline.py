@@ -4,7 +4,10 @@ It exists so that pagefault runs, demos and tests with no network and no API key
 understand language; it follows a handful of fixed rules that exercise the memory system:
 
 - a statement from the user is saved to archival memory (and a name, home or job also to the
-  ``human`` core block);
+  ``human`` core block, replacing the line it changes); when the message carries a time (imported
+  history) and the text states no date, that time is passed as the fact's ``valid_from``;
+- a statement of how to behave ("always ...", "never ...", "from now on ...", "I prefer ...") is
+  learned as a procedure (``procedure_update``), not stored as a fact;
 - a question is answered by paging in first: it calls ``archival_memory_search`` and
   ``conversation_search``, then answers with the best-matching hit and cites it;
 - on a memory-pressure warning it saves the user's recent statements before they are evicted;
@@ -24,6 +27,7 @@ import hashlib
 import json
 import re
 import threading
+from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -35,6 +39,7 @@ from pydantic import ConfigDict, Field
 
 from pagefault.redact import redact
 from pagefault.stores.lexical import query_terms
+from pagefault.stores.validity import parse_fact
 from pagefault.tokens import TokenCounter, message_text
 
 #: The compaction node's instruction; the offline model recognises it by this first line.
@@ -48,11 +53,14 @@ _QUESTION_START = re.compile(
 _GREETING = re.compile(r"^(hi|hello|hey|thanks|thank you|ok|okay|bye|good (morning|evening|night))\b[\s!.,]*$", re.I)
 _CORE_FACTS = [
     (re.compile(r"\b(?i:my name is) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)?)"), "Name: {}"),
-    (re.compile(r"\bI live in ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)"), "Lives in: {}"),
+    (re.compile(r"\bI (?:live in|moved to|now live in) ([A-Z][\w'-]*(?: [A-Z][\w'-]*)*)"), "Lives in: {}"),
     (re.compile(r"\bI work (?:as an? |at |for )([\w' -]+?)(?:[.,!;]|$| and )"), "Works: {}"),
 ]
 _MEMORY_TOOLS = {"core_memory_append", "core_memory_replace", "archival_memory_insert",
-                 "archival_memory_search", "conversation_search"}
+                 "archival_memory_search", "conversation_search", "procedure_update"}
+#: A statement of how the agent should behave (a procedure, not a fact): its kind by the opening words.
+_RULE = re.compile(r"^(?:please\s+)?(?:(?P<rule>always|never|from now on|in future|in the future|whenever)|"
+                   r"(?P<preference>I(?: would|'d)? prefer))\b", re.I)
 _SUMMARY_SNIPPET = 160
 
 
@@ -227,6 +235,13 @@ class OfflineChatModel(BaseChatModel):
             return AIMessage(content="Hello! Tell me something to remember, or ask me a question.")
         last = history[-1]
         if isinstance(last, ToolMessage):
+            # The warning can arrive on the step after a tool call (the window grew by its results).
+            if PRESSURE_MARKER in system and "archival_memory_insert" in tools:
+                latest = max(i for i, m in enumerate(history) if isinstance(m, HumanMessage)) if any(
+                    isinstance(m, HumanMessage) for m in history) else 0
+                save = self._pressure_save(history[:latest], f"{len(history)}\x00pressure")
+                if save:
+                    return AIMessage(content="", tool_calls=[save])
             return self._answer_from_results(history)
         if not isinstance(last, HumanMessage):
             return AIMessage(content="(offline model) I have nothing to add.")
@@ -234,11 +249,9 @@ class OfflineChatModel(BaseChatModel):
         calls: list[dict[str, Any]] = []
         seed = f"{len(history)}\x00{text}"
         if PRESSURE_MARKER in system and "archival_memory_insert" in tools:
-            notes = [message_text(m).strip() for m in history[:-1] if isinstance(m, HumanMessage)]
-            notes = [n for n in notes if n and not is_question(n)]
-            if notes:
-                saved = "Saved under memory pressure: " + " | ".join(_first_sentence(redact(n).text, 300) for n in notes[-8:])
-                calls.append(self._call("archival_memory_insert", {"text": saved[:4000], "tags": ["pressure"]}, seed))
+            save = self._pressure_save(history[:-1], seed)
+            if save:
+                calls.append(save)
         user_tool = next((n for n in tools if n not in _MEMORY_TOOLS and re.search(rf"\b{re.escape(n)}\b", text)), None)
         if user_tool:
             calls.append(self._call(user_tool, _tool_args(tools[user_tool], text), seed))
@@ -249,18 +262,45 @@ class OfflineChatModel(BaseChatModel):
             for name in ("archival_memory_search", "conversation_search"):
                 if name in tools:
                     calls.append(self._call(name, {"query": redact(text).text}, seed))
+        elif (rule := _RULE.match(text)) and "procedure_update" in tools:
+            kind = "preference" if rule.group("preference") else "rule"
+            calls.append(self._call("procedure_update", {"add": _first_sentence(redact(text).text, 300), "kind": kind},
+                                    seed))
         else:
             if "archival_memory_insert" in tools:
-                calls.append(self._call("archival_memory_insert", {"text": _first_sentence(redact(text).text, 1000)}, seed))
+                fact_text = _first_sentence(redact(text).text, 1000)
+                args: dict[str, Any] = {"text": fact_text}
+                stamp = (last.additional_kwargs.get("pagefault") or {}).get("timestamp")
+                fact = parse_fact(fact_text)
+                if isinstance(stamp, (int, float)) and not (fact and fact.since is not None):
+                    args["valid_from"] = datetime.fromtimestamp(stamp, timezone.utc).isoformat()
+                calls.append(self._call("archival_memory_insert", args, seed))
             if "core_memory_append" in tools:
                 for pattern, template in _CORE_FACTS:
                     m = pattern.search(text)
                     line = template.format(m.group(1).strip()) if m else None
-                    if line and line not in system:
+                    if not line or line in system:
+                        continue
+                    # The same label with another value: the fact changed, so the core line is replaced.
+                    label = template.split("{}")[0]
+                    old = re.search(rf"^{re.escape(label)}.*$", system, re.M)
+                    if old and "core_memory_replace" in tools:
+                        calls.append(self._call("core_memory_replace",
+                                                {"section": "human", "old": old.group(0), "new": line}, seed))
+                    else:
                         calls.append(self._call("core_memory_append", {"section": "human", "text": line}, seed))
         if not calls:
             return AIMessage(content="(offline model) I can store statements and answer questions from memory.")
         return AIMessage(content="", tool_calls=calls)
+
+    def _pressure_save(self, earlier: list[BaseMessage], seed: str) -> dict[str, Any] | None:
+        """One archival insert of the user's recent statements, before they are evicted."""
+        notes = [message_text(m).strip() for m in earlier if isinstance(m, HumanMessage)]
+        notes = [n for n in notes if n and not is_question(n)]
+        if not notes:
+            return None
+        saved = "Saved under memory pressure: " + " | ".join(_first_sentence(redact(n).text, 300) for n in notes[-8:])
+        return self._call("archival_memory_insert", {"text": saved[:4000], "tags": ["pressure"]}, seed)
 
     @staticmethod
     def _call(name: str, args: dict[str, Any], seed: str) -> dict[str, Any]:
@@ -339,11 +379,16 @@ def _tool_args(spec: dict[str, Any], text: str) -> dict[str, Any]:
 
 def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | None:
     q = set(query_terms(question))
+    # Archival search returns facts still true; a past message about the same subject and attribute
+    # may be stale (it is what was said then), so archival speaks for that fact.
+    known = {f.key for h in hits if h.get("source") == "archival" and (f := parse_fact(h["text"]))}
     candidates = []
     for rank, h in enumerate(hits):
         body = h["text"].split(": ", 1)[-1] if h.get("source") == "recall" else h["text"]
         if body.strip() == question.strip() or is_question(body):
             continue  # the question itself, or another question, is no answer
+        if h.get("source") == "recall" and (body.startswith("[called ") or (f := parse_fact(body)) and f.key in known):
+            continue  # a note of the agent's own tool calls, or a stale statement of a fact archival holds
         overlap = len(q & set(query_terms(body)))
         from_user = h.get("source") == "archival" or h["text"].startswith("user")
         # Scores of different searches are not comparable; on a tie prefer archival, then search order.

@@ -11,6 +11,7 @@ from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.models.offline import PRESSURE_MARKER
 from pagefault.stores.core import CoreBlock
+from pagefault.stores.procedures import Procedure, render_procedures
 from pagefault.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
 
 INSTRUCTIONS = """\
@@ -75,8 +76,10 @@ def build_main_context(
     tool_schemas: list[dict[str, Any]],
     *,
     warn: bool = False,
+    procedures: list[Procedure] | None = None,
 ) -> MainContext:
-    """Render the prompt and count it; with ``warn``, append the memory-pressure note."""
+    """Render the prompt and count it; with ``warn``, append the memory-pressure note. ``procedures``
+    (learned rules) are shown after core memory, apart from facts."""
     instructions = INSTRUCTIONS + "\n\n" + render_stats(state, archival_count)
     core = render_core(blocks)
     summary = f"<summary_of_evicted_messages>\n{state.summary}\n</summary_of_evicted_messages>" if state.summary else ""
@@ -87,7 +90,9 @@ def build_main_context(
         "messages": counter.count_messages(state.messages),
         "tools": counter.count_tools(tool_schemas),
     }
-    sections = [instructions, core] + ([summary] if summary else [])
+    rules = render_procedures(procedures or [])
+    tokens["procedures"] = counter.count_text(rules) if rules else 0
+    sections = [instructions, core] + ([rules] if rules else []) + ([summary] if summary else [])
     total = sum(tokens.values())
     if warn:
         note = pressure_warning(total, ctx.context_window)

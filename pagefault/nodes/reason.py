@@ -14,6 +14,7 @@ from pagefault.graph.state import PagefaultState
 from pagefault.nodes.main_context import MainContext, build_main_context
 from pagefault.nodes.recall_sync import sync_recall
 from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services
+from pagefault.stores.procedures import ProceduralMemory
 
 
 def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *, warn: bool = False) -> MainContext:
@@ -21,7 +22,9 @@ def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *,
     ctx = context_of(runtime)
     blocks = core_memory(runtime).blocks()
     archival_count = services(ctx).archival.count(scope_of(ctx))
-    return build_main_context(state, ctx, wiring.counter(ctx), blocks, archival_count, wiring.tool_schemas, warn=warn)
+    procedures = ProceduralMemory(runtime.store, scope_of(ctx)).list()
+    return build_main_context(state, ctx, wiring.counter(ctx), blocks, archival_count, wiring.tool_schemas, warn=warn,
+                              procedures=procedures)
 
 
 def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:

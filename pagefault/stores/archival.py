@@ -2,22 +2,29 @@
 
 Record ids are a hash of scope and normalised text, so a retried insert (or the same fact
 written twice) lands on the same record instead of duplicating it.
+
+Facts carry validity (``stores.validity``): a statement that contradicts an earlier one about the
+same subject and attribute supersedes it. The old record stays, out of default search, found by
+``search(..., as_of=t)`` and pointing at its successor.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from pagefault.guard import scan
 from pagefault.redact import redact
-from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
-from pagefault.stores.lexical import LexicalDoc
+from pagefault.locks import LocalLocks, locks_for
+from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.valid import check_unicode
+from pagefault.stores.validity import ALL, CURRENT, Stamped, Validity, as_of as true_at, parse_fact, timeline
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
@@ -75,6 +82,9 @@ class ArchivalRecord:
     tags: tuple[str, ...]
     provenance: Provenance
     created: bool = True  # False when the insert found the record already stored
+    validity: Validity | None = None
+    fact_key: str = ""
+    merged_from: int = 0  # duplicates consolidation folded into this record (their provenance is kept)
 
     def citation(self) -> dict[str, Any]:
         p = self.provenance
@@ -85,7 +95,29 @@ class ArchivalRecord:
 def record_from_hit(hit: Hit) -> ArchivalRecord:
     m = hit.metadata
     tags = tuple(sorted(k[len(TAG_PREFIX):] for k in m if k.startswith(TAG_PREFIX)))
-    return ArchivalRecord(hit.id, hit.text, tags, Provenance.from_metadata(m), created=False)
+    return ArchivalRecord(hit.id, hit.text, tags, Provenance.from_metadata(m), created=False,
+                          validity=Validity.from_metadata(m), fact_key=str(m.get("fact_key", "")),
+                          merged_from=int(m.get("merged_count", 0)))
+
+
+_local_locks = LocalLocks()
+
+
+@contextmanager
+def fact_lock(index: HybridIndex, scope: Scope, key: str) -> Iterator[None]:
+    """Hold one fact key of one scope while its timeline is rewritten: across replicas when the BM25
+    shadow is in Postgres (they share it), within this process otherwise."""
+    name = ("archival-fact", scope.key, key)
+    url = getattr(index.lexical, "url", None)
+    if isinstance(url, str) and url:
+        with locks_for(url).hold(*name):
+            yield
+        return
+    _local_locks.acquire(name, 60.0)
+    try:
+        yield
+    finally:
+        _local_locks.release(name)
 
 
 class ArchivalStore:
@@ -96,9 +128,17 @@ class ArchivalStore:
 
     def insert(
         self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None,
-        *, redact_secrets: bool = True,
+        *, redact_secrets: bool = True, valid_from: float | None = None,
     ) -> ArchivalRecord:
-        """Store ``text`` (secrets redacted unless told not to); the guard's flags go into its provenance."""
+        """Store ``text`` (secrets redacted unless told not to); the guard's flags go into its provenance.
+
+        ``valid_from`` is when the fact became true (event time); else a date the text states
+        ("As of 2024-05-03, ..."), else the provenance time. A fact that contradicts a stored one
+        about the same subject and attribute supersedes it (or, if it is older, is superseded by it).
+        """
+        if valid_from is not None and (isinstance(valid_from, bool) or not isinstance(valid_from, (int, float))
+                                       or valid_from != valid_from or abs(valid_from) > 1e11):
+            raise ValueError(f"valid_from must be epoch seconds, got {valid_from!r}")
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
         if len(text) > MAX_TEXT_CHARS:
@@ -112,27 +152,58 @@ class ArchivalStore:
             text = redact(text).text
         prov = provenance or Provenance()
         prov = replace(prov, flags=tuple(dict.fromkeys((*prov.flags, *scan(text).rules))))
+        fact = parse_fact(text)
+        since = valid_from if valid_from is not None else (fact.since if fact and fact.since is not None
+                                                            else prov.created_at)
         rid = archival_id(scope, text)
         existing = self.index.get([rid])
         if existing:
             record = record_from_hit(existing[0])
             self._repair_lexical(existing[0], record)
-            return record
+            v = record.validity
+            if v is None or v.current or not fact or since < v.valid_to:
+                return record
+            # The same words again, after the fact had changed: the old value holds once more.
+            rid = archival_id(scope, f"{text}\x00since {since!r}")
+            again = self.index.get([rid])
+            if again:
+                return record_from_hit(again[0])
+        validity = Validity(valid_from=float(since), recorded_at=time.time())
         item = IndexedText(
             id=rid, text=text, scope=scope.key, thread_id=prov.thread_id, created_at=prov.created_at,
-            tags=tags, metadata={"kind": "archival", **prov.metadata()},
+            tags=tags, metadata={"kind": "archival", **prov.metadata(), **validity.metadata(),
+                                 **(fact.metadata() if fact else {})},
         )
-        self.index.upsert([item])
-        return ArchivalRecord(rid, text, tags, prov, created=True)
+        if fact is None:
+            self.index.upsert([item])
+            return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity)
+        with fact_lock(self.index, scope, fact.key):
+            self.index.upsert([item])  # written first: a crash before the restamp leaves two current records,
+            validity = self.settle(scope, fact.key).get(rid, validity)  # which consolidation settles
+        return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, fact_key=fact.key)
+
+    def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
+        """Every record of one fact key (current and superseded), oldest event time first."""
+        recs = [record_from_hit(h) for h, _ in self.index.find(scope.key, extra={"fact_key": key})]
+        return sorted(recs, key=lambda r: (r.validity.valid_from, r.validity.recorded_at, r.id))  # type: ignore[union-attr]
+
+    def settle(self, scope: Scope, key: str) -> dict[str, Validity]:
+        """Recompute the validity of every record of one fact key (the caller holds ``fact_lock``):
+        each value holds until a different one begins. Returns the validity of each record."""
+        hits = self.index.find(scope.key, extra={"fact_key": key})
+        stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
+                   for h, _ in hits]
+        changes = timeline(stamped)
+        if changes:
+            self.index.restamp({i: v.metadata() for i, v in changes.items()})
+        return {s.id: changes.get(s.id, s.validity) for s in stamped}
 
     def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
         """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the
         retried insert finds it there and writes the missing BM25 half from what Chroma holds."""
         if self.index.lexical.texts([hit.id]):
             return
-        m = hit.metadata
-        self.index.lexical.upsert([LexicalDoc(hit.id, str(m.get("scope", "")), hit.text, str(m.get("thread_id", "")),
-                                              float(m.get("created_at", 0.0)), record.tags)])
+        self.index.lexical.upsert([lexical_doc(hit.id, hit.text, hit.metadata)])
 
     def search(
         self,
@@ -143,9 +214,18 @@ class ArchivalStore:
         tags: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        as_of: float | None = None,
+        include_superseded: bool = False,
     ) -> list[tuple[ArchivalRecord, float]]:
+        """Hybrid search; by default only records still current. ``as_of`` (epoch seconds): records that
+        were true then, superseded or not; ``include_superseded``: every record, as before validity."""
         check_search(query, top_k, start, end)
-        hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end)
+        if as_of is not None and (isinstance(as_of, bool) or not isinstance(as_of, (int, float))
+                                  or as_of != as_of or abs(as_of) > 1e11):
+            raise ValueError(f"as_of must be epoch seconds, got {as_of!r}")
+        validity = true_at(as_of) if as_of is not None else ALL if include_superseded else CURRENT
+        hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end,
+                                 validity=validity)
         return [(record_from_hit(h), h.score) for h in hits]
 
     def get(self, scope: Scope, record_id: str) -> ArchivalRecord | None:

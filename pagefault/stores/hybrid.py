@@ -15,6 +15,7 @@ import numpy as np
 
 from pagefault.embeddings import OfflineEmbeddings
 from pagefault.stores.lexical import LexicalDoc, LexicalIndex
+from pagefault.stores.validity import ValidityFilter
 
 #: How many candidates each side contributes, relative to the requested k.
 CANDIDATE_FACTOR = 4
@@ -88,6 +89,7 @@ def chroma_where(
     start: float | None = None,
     end: float | None = None,
     extra: Mapping[str, Any] | None = None,
+    validity: ValidityFilter | None = None,
 ) -> dict[str, Any]:
     clauses: list[dict[str, Any]] = [{"scope": scope}]
     if thread_id is not None:
@@ -98,7 +100,17 @@ def chroma_where(
     if end is not None:
         clauses.append({"created_at": {"$lte": float(end)}})
     clauses += [{k: v} for k, v in (extra or {}).items()]
+    clauses += validity.chroma_clauses() if validity is not None else []
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def lexical_doc(id_: str, text: str, meta: Mapping[str, Any]) -> LexicalDoc:
+    """The BM25 shadow of a record from its Chroma metadata (tags and validity included)."""
+    tags = tuple(sorted(k[len(TAG_PREFIX):] for k, v in meta.items() if k.startswith(TAG_PREFIX) and v))
+    vf, vt = meta.get("valid_from"), meta.get("valid_to")
+    return LexicalDoc(id_, str(meta.get("scope", "")), text, str(meta.get("thread_id", "")),
+                      float(meta.get("created_at", 0.0)), tags, None if vf is None else float(vf),
+                      None if vt is None else float(vt), bool(meta.get("superseded", False)))
 
 
 class HybridIndex:
@@ -121,10 +133,39 @@ class HybridIndex:
             embeddings=vectors,
             metadatas=[i.chroma_metadata() for i in items],
         )
-        self.lexical.upsert(
-            LexicalDoc(i.id, i.scope, i.text, i.thread_id, i.created_at, tuple(i.tags)) for i in items
-        )
+        self.lexical.upsert(lexical_doc(i.id, i.text, i.chroma_metadata()) for i in items)
         return vectors
+
+    def restamp(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge new metadata into stored records (Chroma first, then the BM25 shadow), keeping text and vectors."""
+        hits = self.get(list(changes))
+        if not hits:
+            return
+        merged = [{**h.metadata, **changes[h.id]} for h in hits]
+        self.collection.update(ids=[h.id for h in hits], metadatas=merged)
+        self.lexical.upsert(lexical_doc(h.id, h.text, m) for h, m in zip(hits, merged))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove records from both sides (Chroma first: it is authoritative)."""
+        if ids:
+            self.collection.delete(ids=list(ids))
+            self.lexical.delete(list(ids))
+
+    def find(self, scope: str, *, extra: Mapping[str, Any] | None = None, embeddings: bool = False,
+             page: int = 2_000) -> list[tuple[Hit, np.ndarray | None]]:
+        """Every record of ``scope`` matching the equality filters in ``extra`` (paged; no ranking)."""
+        where = chroma_where(scope, extra=extra)
+        include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
+        out: list[tuple[Hit, np.ndarray | None]] = []
+        offset = 0
+        while True:
+            got = self.collection.get(where=where, include=include, limit=page, offset=offset)
+            vecs = got.get("embeddings") if embeddings else None
+            for j, (i, d, m) in enumerate(zip(got["ids"], got["documents"], got["metadatas"])):
+                out.append((Hit(i, d, 0.0, dict(m or {})), np.asarray(vecs[j], dtype=np.float32) if embeddings else None))
+            if len(got["ids"]) < page:
+                return out
+            offset += page
 
     def get(self, ids: Sequence[str]) -> list[Hit]:
         if not ids:
@@ -145,9 +186,10 @@ class HybridIndex:
         start: float | None = None,
         end: float | None = None,
         with_docs: bool = True,
+        validity: ValidityFilter | None = None,
     ) -> "Signals":
         """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first."""
-        where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end)
+        where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end, validity=validity)
         dense = self.collection.query(
             query_embeddings=query_vector.reshape(1, -1), n_results=n, where=where,
             include=["documents", "metadatas", "distances"] if with_docs else ["distances"],
@@ -157,7 +199,8 @@ class HybridIndex:
             out.dense[id_] = 1.0 - float(dist)
             if with_docs:
                 out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
-        out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end))
+        out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end,
+                                               **({"validity": validity} if validity is not None else {})))
         return out
 
     def resolve(self, ids: Sequence[str], docs: dict[str, tuple[str, dict[str, Any]]]) -> None:
@@ -175,10 +218,12 @@ class HybridIndex:
         tags: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        validity: ValidityFilter | None = None,
     ) -> list[Hit]:
         n = max(MIN_CANDIDATES, k * CANDIDATE_FACTOR)
         qvec = self.embeddings.embed_array([query])[0]
-        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end)
+        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end,
+                           validity=validity)
         scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
         self.resolve(ranked, sig.docs)

@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from pagefault.stores.validity import ValidityFilter
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 # Words so common that OR-ing them into a BM25 query only adds noise.
 STOPWORDS = frozenset(
@@ -44,6 +46,10 @@ class LexicalDoc:
     thread_id: str = ""
     created_at: float = 0.0
     tags: tuple[str, ...] = ()
+    # Validity of an archival fact (see stores.validity); None: valid from created_at, still open.
+    valid_from: float | None = None
+    valid_to: float | None = None
+    superseded: bool = False
 
 
 class LexicalIndex:
@@ -65,6 +71,10 @@ class LexicalIndex:
                 " tags TEXT NOT NULL, text TEXT NOT NULL)"
             )
             self._db.execute(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t}_docs(scope, thread_id)")
+            have = {r[1] for r in self._db.execute(f"PRAGMA table_info({t}_docs)")}
+            for col, decl in (("valid_from", "REAL"), ("valid_to", "REAL"), ("superseded", "INTEGER NOT NULL DEFAULT 0")):
+                if col not in have:  # files made before validity existed
+                    self._db.execute(f"ALTER TABLE {t}_docs ADD COLUMN {col} {decl}")
             self._db.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}_docs',"
                 " content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2')"
@@ -79,8 +89,10 @@ class LexicalIndex:
                     self._db.execute(f"INSERT INTO {t}_fts({t}_fts, rowid, text) VALUES('delete', ?, ?)", row)
                     self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
                 cur = self._db.execute(
-                    f"INSERT INTO {t}_docs(id, scope, thread_id, created_at, tags, text) VALUES (?,?,?,?,?,?)",
-                    (d.id, d.scope, d.thread_id, d.created_at, _tags_field(d.tags), d.text),
+                    f"INSERT INTO {t}_docs(id, scope, thread_id, created_at, tags, text, valid_from, valid_to,"
+                    " superseded) VALUES (?,?,?,?,?,?,?,?,?)",
+                    (d.id, d.scope, d.thread_id, d.created_at, _tags_field(d.tags), d.text, d.valid_from, d.valid_to,
+                     int(d.superseded)),
                 )
                 self._db.execute(f"INSERT INTO {t}_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
 
@@ -103,6 +115,7 @@ class LexicalIndex:
         tags: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        validity: ValidityFilter | None = None,
     ) -> list[tuple[str, float]]:
         """(id, bm25 score; higher is better) for docs matching any query term, filters first."""
         terms = query_terms(query)
@@ -127,6 +140,11 @@ class LexicalIndex:
         if end is not None:
             sql.append("AND d.created_at <= ?")
             args.append(end)
+        if validity is not None and validity.as_of is not None:
+            sql.append("AND coalesce(d.valid_from, d.created_at) <= ? AND coalesce(d.valid_to, 1e300) > ?")
+            args += [validity.as_of, validity.as_of]
+        elif validity is not None and validity.current_only:
+            sql.append("AND d.superseded = 0")
         sql.append("ORDER BY s DESC LIMIT ?")
         args.append(limit)
         with self._lock:

@@ -17,6 +17,7 @@ from typing import Iterable, Sequence
 from pagefault.backends import postgres_connection
 from pagefault.locks import locks_for
 from pagefault.stores.lexical import LexicalDoc
+from pagefault.stores.validity import ValidityFilter
 
 K1, B = 1.2, 0.75
 #: Characters of a document given to the tokenizer (a tsvector holds at most 1 MB).
@@ -54,23 +55,28 @@ class PostgresLexicalIndex:
                     " text text NOT NULL, terms tsvector NOT NULL, lexemes text[] NOT NULL, len integer NOT NULL)"
                 )
                 conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t} (scope, thread_id)")
+                conn.execute(f"ALTER TABLE {t} ADD COLUMN IF NOT EXISTS valid_from double precision,"
+                             " ADD COLUMN IF NOT EXISTS valid_to double precision,"
+                             " ADD COLUMN IF NOT EXISTS superseded boolean NOT NULL DEFAULT false")
                 conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_lexemes ON {t} USING gin (lexemes)")
             _ready.add((self.url, self.kind))
 
     def upsert(self, docs: Iterable[LexicalDoc]) -> None:
-        rows = [(d.id, d.scope, d.thread_id, float(d.created_at), list(d.tags), _clean(d.text),
-                 _clean(d.text[:MAX_TOKENIZED_CHARS])) for d in docs]
+        rows = [(d.id, d.scope, d.thread_id, float(d.created_at), list(d.tags), _clean(d.text), d.valid_from,
+                 d.valid_to, bool(d.superseded), _clean(d.text[:MAX_TOKENIZED_CHARS])) for d in docs]
         if not rows:
             return
         t = self.table
         with postgres_connection(self.url) as conn, conn.transaction(), conn.cursor() as cur:
             cur.executemany(
-                f"INSERT INTO {t} (id, scope, thread_id, created_at, tags, text, terms, lexemes, len)"
-                " SELECT %s, %s, %s, %s, %s, %s, v, tsvector_to_array(v),"
+                f"INSERT INTO {t} (id, scope, thread_id, created_at, tags, text, valid_from, valid_to, superseded,"
+                " terms, lexemes, len)"
+                " SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, v, tsvector_to_array(v),"
                 " coalesce((SELECT sum(coalesce(array_length(u.positions, 1), 1)) FROM unnest(v) u), 0)"
                 " FROM to_tsvector('english', %s) AS v"
                 " ON CONFLICT (id) DO UPDATE SET scope = excluded.scope, thread_id = excluded.thread_id,"
                 " created_at = excluded.created_at, tags = excluded.tags, text = excluded.text,"
+                " valid_from = excluded.valid_from, valid_to = excluded.valid_to, superseded = excluded.superseded,"
                 " terms = excluded.terms, lexemes = excluded.lexemes, len = excluded.len",
                 rows,
             )
@@ -90,6 +96,7 @@ class PostgresLexicalIndex:
         tags: Sequence[str] = (),
         start: float | None = None,
         end: float | None = None,
+        validity: ValidityFilter | None = None,
     ) -> list[tuple[str, float]]:
         """(id, BM25 score; higher is better) of docs in ``scope`` matching any query term, filters first."""
         filters, args = ["d.scope = %(scope)s"], {"scope": scope, "query": _clean(query[:MAX_TOKENIZED_CHARS]),
@@ -106,6 +113,12 @@ class PostgresLexicalIndex:
         if end is not None:
             filters.append("d.created_at <= %(end)s")
             args["end"] = float(end)
+        if validity is not None and validity.as_of is not None:
+            filters.append("coalesce(d.valid_from, d.created_at) <= %(as_of)s"
+                           " AND coalesce(d.valid_to, 'infinity') > %(as_of)s")
+            args["as_of"] = float(validity.as_of)
+        elif validity is not None and validity.current_only:
+            filters.append("NOT d.superseded")
         t, where = self.table, " AND ".join(filters)
         sql = f"""
             WITH q AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{{}}') AS terms

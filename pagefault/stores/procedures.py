@@ -1,0 +1,148 @@
+"""Procedural memory: the rules and preferences an agent has learned ("always answer in French",
+"summaries as bullet points"), kept apart from facts.
+
+Facts say what is true and live in archival or core memory; procedures say how to behave and are
+shown in every system prompt as a numbered list of rules. Each procedure records where it came
+from (thread, turn, source message, kind of source, guard flags) and every later edit. They live
+in the LangGraph store under the user's namespace, like core blocks, so every thread sees them.
+Ids are a hash of the normalised text: teaching the same rule twice keeps one procedure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from langgraph.store.base import BaseStore
+
+from pagefault.guard import scan
+from pagefault.locks import edit_lock
+from pagefault.redact import redact
+from pagefault.stores.provenance import Provenance
+from pagefault.stores.scope import Scope
+from pagefault.stores.valid import encodable
+
+#: Characters of one procedure; a rule is a sentence, not a document.
+MAX_PROCEDURE_CHARS = 300
+#: Procedures one scope may hold: each one is in every prompt.
+MAX_PROCEDURES = 50
+KINDS = ("rule", "preference")
+
+
+class ProcedureError(ValueError):
+    """A procedure edit that cannot be applied; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class Procedure:
+    id: str
+    text: str
+    kind: str = "rule"
+    created_at: float = field(default_factory=time.time)
+    log: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        """Where it was first taught (the first log entry)."""
+        return self.log[0] if self.log else {}
+
+    def to_store(self) -> dict[str, Any]:
+        return {"text": self.text, "kind": self.kind, "created_at": self.created_at, "log": list(self.log)}
+
+    @classmethod
+    def from_store(cls, id_: str, v: dict[str, Any]) -> "Procedure":
+        log = v.get("log") if isinstance(v.get("log"), list) else []
+        return cls(id_, str(v.get("text", "")), v.get("kind", "rule") if v.get("kind") in KINDS else "rule",
+                   float(v.get("created_at", 0.0)), tuple(e for e in log if isinstance(e, dict)))
+
+
+def procedure_id(text: str) -> str:
+    norm = " ".join(text.split()).lower().rstrip(".!")
+    return "proc-" + hashlib.sha256(norm.encode()).hexdigest()[:12]
+
+
+def _check(text: object) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise ProcedureError("a procedure must be a non-empty string")
+    if not encodable(text):
+        raise ProcedureError("a procedure must be valid Unicode text")
+    text = " ".join(text.split())
+    if len(text) > MAX_PROCEDURE_CHARS:
+        raise ProcedureError(f"a procedure holds at most {MAX_PROCEDURE_CHARS} characters (got {len(text)}): "
+                             "state the rule in one sentence")
+    return text
+
+
+class ProceduralMemory:
+    """The procedures of one scope, in a LangGraph ``BaseStore``."""
+
+    def __init__(self, store: BaseStore, scope: Scope, *, redact_secrets: bool = True) -> None:
+        self.store = store
+        self.scope = scope
+        self.namespace = scope.namespace("procedures")
+        self.redact_secrets = redact_secrets
+
+    def list(self) -> list[Procedure]:
+        """Every procedure, oldest first (the order they are shown in the prompt)."""
+        items = self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)
+        return sorted((Procedure.from_store(i.key, i.value) for i in items), key=lambda p: (p.created_at, p.id))
+
+    def get(self, id_: str) -> Procedure:
+        item = self.store.get(self.namespace, id_) if isinstance(id_, str) and id_ else None
+        if item is None:
+            known = ", ".join(p.id for p in self.list()) or "none"
+            raise ProcedureError(f"no procedure {id_!r}; procedures are: {known}")
+        return Procedure.from_store(id_, item.value)
+
+    def _entry(self, op: str, text: str, provenance: Provenance | None) -> dict[str, Any]:
+        p = provenance or Provenance(source="system")
+        p = replace(p, created_at=time.time(), flags=tuple(dict.fromkeys((*p.flags, *scan(text).rules))))
+        return {**p.log_entry(op), "text": text}
+
+    def add(self, text: str, *, kind: str = "rule", provenance: Provenance | None = None) -> Procedure:
+        """Learn a rule (idempotent: the same rule taught again is kept once, its log notes it)."""
+        text = _check(text)
+        if kind not in KINDS:
+            raise ProcedureError(f"kind must be one of {', '.join(KINDS)}")
+        if self.redact_secrets:
+            text = redact(text).text
+        pid = procedure_id(text)
+        with edit_lock(self.store, *self.namespace, "all"):
+            item = self.store.get(self.namespace, pid)
+            if item is not None:
+                return Procedure.from_store(pid, item.value)
+            if len(self.store.search(self.namespace, limit=MAX_PROCEDURES + 1)) >= MAX_PROCEDURES:
+                raise ProcedureError(f"already {MAX_PROCEDURES} procedures (all are in every prompt); remove or "
+                                     "merge one first")
+            proc = Procedure(pid, text, kind, time.time(), (self._entry("add", text, provenance),))
+            self.store.put(self.namespace, pid, proc.to_store(), index=False)
+            return proc
+
+    def replace(self, id_: str, text: str, *, provenance: Provenance | None = None) -> Procedure:
+        """Reword a procedure; it keeps its id, place and history."""
+        text = _check(text)
+        if self.redact_secrets:
+            text = redact(text).text
+        with edit_lock(self.store, *self.namespace, "all"):
+            old = self.get(id_)
+            proc = Procedure(old.id, text, old.kind, old.created_at, (*old.log, self._entry("replace", text, provenance)))
+            self.store.put(self.namespace, old.id, proc.to_store(), index=False)
+            return proc
+
+    def remove(self, id_: str) -> Procedure:
+        """Forget a procedure; returns what was removed."""
+        with edit_lock(self.store, *self.namespace, "all"):
+            old = self.get(id_)
+            self.store.delete(self.namespace, old.id)
+            return old
+
+
+def render_procedures(procedures: list[Procedure]) -> str:
+    """The rules as the system prompt shows them (empty when there are none)."""
+    if not procedures:
+        return ""
+    lines = [f"{i}. {p.text} [{p.id}]" for i, p in enumerate(procedures, 1)]
+    return ("<procedures>\nRules and preferences you have learned; follow them unless the user says otherwise "
+            "(edit them with procedure_add / procedure_remove):\n" + "\n".join(lines) + "\n</procedures>")

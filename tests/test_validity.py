@@ -1,0 +1,143 @@
+"""Validity on archival facts: supersession at write time, default search without superseded facts,
+``as_of`` search, successor pointers, out-of-order writes, a value that comes back; embedded
+(Chroma directory + SQLite BM25) here, Chroma server + Postgres BM25 in test_validity_server.py."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from pagefault import Context, open_embedded
+from pagefault.stores import MemoryServices, Scope
+from pagefault.stores.validity import OPEN, parse_date, parse_fact
+from pagefault.tools import ArchivalSearch, MemoryCall, archival_memory_search
+from pagefault.stores.core import CoreMemory
+from pagefault.trust import Origins
+
+D = parse_date
+
+
+def check_validity(archival, scope: Scope) -> None:
+    """The scenario both engine setups run: Paris, then Berlin, an older Lyon written late, Paris again."""
+    paris = archival.insert(scope, "As of 2024-01-10, Ana's city is Paris.")
+    archival.insert(scope, "Ana's favourite tea is mint.")  # another attribute: never superseded by city facts
+    berlin = archival.insert(scope, "As of 2024-05-03, Ana's city is Berlin.")
+    assert (paris.fact_key, berlin.fact_key) == ("ana|city", "ana|city")
+
+    old = archival.get(scope, paris.id)
+    assert old.validity.superseded_by == berlin.id
+    assert old.validity.valid_from == D("2024-01-10") and old.validity.valid_to == D("2024-05-03")
+    assert old.validity.superseded_at > 0 and not old.validity.current
+    assert archival.get(scope, berlin.id).validity.valid_to == OPEN
+
+    def top(query: str, **kw) -> list[str]:
+        return [r.text for r, _ in archival.search(scope, query, 5, **kw)]
+
+    # Default search: the superseded fact is gone on both sides of the hybrid (BM25 would match "Paris").
+    assert top("Where does Ana live? city Paris") == ["As of 2024-05-03, Ana's city is Berlin.",
+                                                    "Ana's favourite tea is mint."]
+    assert top("Ana city", as_of=D("2024-03-01"))[0] == "As of 2024-01-10, Ana's city is Paris."
+    assert "As of 2024-05-03, Ana's city is Berlin." not in top("Ana city", as_of=D("2024-03-01"))
+    assert top("Ana city", as_of=D("2024-06-01"))[0] == "As of 2024-05-03, Ana's city is Berlin."
+    assert top("Ana city", as_of=D("2023-06-01")) == []  # nothing was known to be true then
+    assert set(top("Ana city", include_superseded=True)) >= {"As of 2024-01-10, Ana's city is Paris.",
+                                                            "As of 2024-05-03, Ana's city is Berlin."}
+
+    # A fact learned late but true earlier slots into the timeline instead of superseding the present.
+    lyon = archival.insert(scope, "As of 2024-03-01, Ana's city is Lyon.")
+    assert [(r.text, r.validity.valid_to, r.validity.superseded_by) for r in archival.timeline(scope, "ana|city")] == [
+        ("As of 2024-01-10, Ana's city is Paris.", D("2024-03-01"), lyon.id),
+        ("As of 2024-03-01, Ana's city is Lyon.", D("2024-05-03"), berlin.id),
+        ("As of 2024-05-03, Ana's city is Berlin.", OPEN, ""),
+    ]
+    assert top("Ana city", as_of=D("2024-04-01"))[0] == "As of 2024-03-01, Ana's city is Lyon."
+    assert top("Ana city")[0] == "As of 2024-05-03, Ana's city is Berlin."
+
+    # The same value stated again later is a restatement, not a contradiction: both stay current.
+    again = archival.insert(scope, "As of 2024-07-01, Ana's city is still Berlin.")
+    assert [r.id for r in archival.timeline(scope, "ana|city") if r.validity.current] == [berlin.id, again.id]
+
+    # Identical words after the value changed: a new record (the old one keeps its history).
+    archival.insert(scope, "As of 2024-08-01, Ana's city is Rome.")
+    back = archival.insert(scope, "Ana's city is Paris.", valid_from=D("2024-09-01"))
+    assert back.created and back.validity.current and back.validity.valid_from == D("2024-09-01")
+    assert top("Ana city")[0] == "Ana's city is Paris."
+    assert archival.get(scope, paris.id).validity.valid_to == D("2024-03-01")  # history untouched
+
+
+def test_validity_on_the_embedded_stores(data_dir):
+    svc = MemoryServices.open(data_dir)
+    check_validity(svc.archival, Scope("ana"))
+
+
+def test_facts_without_a_subject_pattern_are_stored_as_before(data_dir):
+    svc = MemoryServices.open(data_dir)
+    scope = Scope("bo")
+    a = svc.archival.insert(scope, "The meeting went well and we ate cake.")
+    b = svc.archival.insert(scope, "The meeting went badly and nobody ate cake.")
+    assert (a.fact_key, b.fact_key) == ("", "")
+    assert {r.id for r, _ in svc.archival.search(scope, "meeting cake", 5)} == {a.id, b.id}
+    assert all(svc.archival.get(scope, i).validity.current for i in (a.id, b.id))
+
+
+def test_other_users_facts_never_supersede(data_dir):
+    svc = MemoryServices.open(data_dir)
+    mine = svc.archival.insert(Scope("ana"), "Kai's city is Oslo.")
+    svc.archival.insert(Scope("eve"), "Kai's city is Rome.")
+    assert svc.archival.get(Scope("ana"), mine.id).validity.current
+
+
+@pytest.mark.parametrize("text,fact", [
+    ("As of 2024-05-03, Kai Berg's city is Oslo.", ("kai berg", "city", "oslo", D("2024-05-03"))),
+    ("The favourite colour of Ana is now teal.", ("ana", "favourite colour", "teal", None)),
+    ("My name is Ana and I live in Lisbon.", ("user", "name", "ana", None)),
+    ("On 3 May 2024, I moved to Paris.", ("user", "home", "paris", D("2024-05-03"))),
+    ("My sister Lucia works at the aquarium.", ("my sister lucia", "employer", "the aquarium", None)),
+    ("Kai works as a nurse.", ("kai", "job", "nurse", None)),
+])
+def test_fact_patterns(text, fact):
+    f = parse_fact(text)
+    assert (f.subject, f.attribute, f.value, f.since) == fact
+
+
+@pytest.mark.parametrize("text", ["I think Kai's city is Oslo.", "hello there", "What is Kai's city?"])
+def test_text_that_states_no_fact(text):
+    assert parse_fact(text) is None
+
+
+def _call(svc, store, scope) -> MemoryCall:
+    return MemoryCall(scope=scope, thread_id="t", turn=0, message_id="m", core=CoreMemory(store, scope),
+                      archival=svc.archival, recall=svc.recall, origins=Origins())
+
+
+def test_archival_memory_search_takes_as_of(data_dir):
+    svc = MemoryServices.open(data_dir)
+    scope = Scope("ana")
+    svc.archival.insert(scope, "As of 2024-01-10, Ana's city is Paris.")
+    new = svc.archival.insert(scope, "As of 2024-05-03, Ana's city is Berlin.")
+    with open_embedded(data_dir) as p:
+        call = _call(svc, p.store, scope)
+        now = archival_memory_search(call, ArchivalSearch(query="Ana city"))
+        then = archival_memory_search(call, ArchivalSearch(query="Ana city", as_of="2024-02-01"))
+    assert [h["text"] for h in now.artifact["hits"]] == ["As of 2024-05-03, Ana's city is Berlin."]
+    assert [h["text"] for h in then.artifact["hits"]] == ["As of 2024-01-10, Ana's city is Paris."]
+    assert then.artifact["hits"][0]["validity"]["superseded_by"] == new.id
+    assert "valid=2024-01-10 00:00..2024-05-03 00:00" in then.content
+    assert "valid=2024-05-03 00:00..now" in now.content
+
+
+def test_a_changed_fact_told_to_the_graph_supersedes_the_old_one(data_dir):
+    ctx = Context(user_id="ana", data_dir=data_dir)
+    with open_embedded(data_dir) as p:
+        g = p.graph()
+        cfg = {"configurable": {"thread_id": "t1"}}
+        g.invoke({"messages": [HumanMessage("I live in Paris.")]}, cfg, context=ctx)
+        g.invoke({"messages": [HumanMessage("I moved to Berlin.")]}, cfg, context=ctx)
+        out = g.invoke({"messages": [HumanMessage("Where do I live?")]}, cfg, context=ctx)
+    answer = out["messages"][-1].content
+    assert answer.startswith('From memory: "I moved to Berlin."')
+    svc = MemoryServices.open(data_dir)
+    texts = [(r.text, r.validity.current) for r in svc.archival.timeline(Scope("ana"), "user|home")]
+    with open_embedded(data_dir) as p:
+        assert CoreMemory(p.store, Scope("ana")).get("human").value == "Lives in: Berlin"
+    assert texts == [("I live in Paris.", False), ("I moved to Berlin.", True)]
