@@ -18,6 +18,7 @@ from langgraph.store.base import BaseStore
 from pagefault.guard import scan
 from pagefault.locks import edit_lock
 from pagefault.redact import redact
+from pagefault.stores import typed_core
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.valid import encodable
@@ -41,6 +42,7 @@ class CoreBlock:
     limit: int
     description: str = ""
     log: tuple[dict[str, Any], ...] = ()
+    schema: dict[str, Any] | None = None  # a typed block's JSON schema (see stores.typed_core)
 
     @property
     def usage(self) -> str:
@@ -48,17 +50,29 @@ class CoreBlock:
 
     def to_store(self) -> dict[str, Any]:
         return {"value": self.value, "limit": self.limit, "description": self.description,
-                "updated_at": time.time(), "log": list(self.log[-MAX_LOG:])}
+                "updated_at": time.time(), "log": list(self.log[-MAX_LOG:]),
+                **({"schema": self.schema} if self.schema else {})}
 
     @classmethod
     def from_store(cls, label: str, v: dict[str, Any]) -> "CoreBlock":
         log = v.get("log")
         return cls(label, v["value"], int(v["limit"]), v.get("description", ""),
-                   tuple(e for e in log if isinstance(e, dict)) if isinstance(log, list) else ())
+                   tuple(e for e in log if isinstance(e, dict)) if isinstance(log, list) else (),
+                   v["schema"] if isinstance(v.get("schema"), dict) else None)
 
     def edited(self, value: str, op: str, provenance: Provenance) -> "CoreBlock":
         """This block with a new value and one more log entry."""
-        return CoreBlock(self.label, value, self.limit, self.description, (*self.log, provenance.log_entry(op)))
+        return CoreBlock(self.label, value, self.limit, self.description, (*self.log, provenance.log_entry(op)),
+                         self.schema)
+
+    def typed(self, value: str) -> str:
+        """``value`` parsed, validated and re-rendered when the block declares a schema; else as is."""
+        if not self.schema:
+            return value
+        try:
+            return typed_core.normalize(self.schema, value)
+        except typed_core.TypedBlockError as e:
+            raise CoreMemoryError(f"section {self.label!r}: {e}") from e
 
 
 class CoreMemory:
@@ -119,7 +133,7 @@ class CoreMemory:
         text = self._clean(text[: block.limit + 1])  # anything longer is refused below
         if _retried(block, "append", provenance, f"\n{text}\n" in f"\n{block.value}\n"):
             return block
-        new = f"{block.value}\n{text}" if block.value else text
+        new = block.typed(f"{block.value}\n{text}" if block.value else text)
         if len(new) > block.limit:
             raise CoreMemoryError(
                 f"section {label!r} would hold {len(new)} chars, over its limit of {block.limit}; shorten the text, or "
@@ -145,13 +159,13 @@ class CoreMemory:
             return block
         if count == 0:
             raise CoreMemoryError(f"text {old!r} not found in section {label!r}; copy it exactly from the prompt")
-        value = block.value.replace(old, new, 1)
+        value = block.typed(block.value.replace(old, new, 1))
         if len(value) > block.limit:
             raise CoreMemoryError(f"section {label!r} would hold {len(value)} chars, over its limit of {block.limit}")
         return self._save(block.edited(value, "replace", self._provenance(new, provenance)))
 
     def set_block(self, label: str, value: str = "", *, limit: int | None = None, description: str = "",
-                  provenance: Provenance | None = None) -> CoreBlock:
+                  provenance: Provenance | None = None, schema: dict[str, Any] | None = None) -> CoreBlock:
         """Create or overwrite a block (API use, so the source defaults to ``system``; the model edits via
         append/replace)."""
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
@@ -160,15 +174,22 @@ class CoreMemory:
             raise CoreMemoryError("value must be a string")
         _check_text(value, "value", empty=True)
         _check_text(description, "description", empty=True)
+        if schema is not None:
+            try:
+                typed_core.check_schema(schema)
+            except typed_core.TypedBlockError as e:
+                raise CoreMemoryError(str(e)) from e
         with edit_lock(self.store, *self.namespace, label):  # an append in flight cannot overwrite it
-            return self._set_block(label, value, limit, description, provenance)
+            return self._set_block(label, value, limit, description, provenance, schema)
 
     def _set_block(self, label: str, value: str, limit: int | None, description: str,
-                   provenance: Provenance | None) -> CoreBlock:
+                   provenance: Provenance | None, schema: dict[str, Any] | None = None) -> CoreBlock:
         try:
             current = self.get(label)
         except CoreMemoryError:
             current = None
+        schema = schema or (current.schema if current else None)
+        value = CoreBlock(label, value, 0, schema=schema).typed(value)
         limit = limit or (current.limit if current else DEFAULT_BLOCK_LIMIT)
         if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_BLOCK_LIMIT:
             raise CoreMemoryError(f"limit must be an integer from 1 to {MAX_BLOCK_LIMIT} (core memory is in every prompt)")
@@ -177,7 +198,8 @@ class CoreMemory:
         value = self._clean(value)
         desc = description or (current.description if current else "")
         prov = self._provenance(value, provenance or Provenance(source="system"))
-        return self._save(CoreBlock(label, value, limit, desc, current.log if current else ()).edited(value, "set", prov))
+        return self._save(CoreBlock(label, value, limit, desc, current.log if current else (), schema).edited(
+            value, "set", prov))
 
 
 def _retried(block: CoreBlock, op: str, provenance: object, landed: bool) -> bool:
