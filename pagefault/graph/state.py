@@ -60,3 +60,6 @@ class PagefaultState(InputState):
     """How many times this thread has been compacted."""
     tokens: dict[str, Any] = field(default_factory=dict)
     """Token accounting of the last model call, by segment, with the window size."""
+    system_prompt: str = ""
+    """The system prompt of the last model call as it was sent: with the messages before that call, each
+    checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""

@@ -47,6 +47,7 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             "recall_indexed": indexed,
             "pressure_warned": state.pressure_warned or warn,
             "tokens": main.tokens,
+            "system_prompt": main.system_prompt,
         }
         if not state.tokens:  # first turn of the thread: make every field visible in the state
             update.update(summary=state.summary, evicted_count=state.evicted_count, compactions=state.compactions)
