@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pagefault.cli_memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
 from pagefault.cli_history import HISTORY_COMMANDS, add_history_commands, run_history_command
 from pagefault.cli_ops import OPS_COMMANDS, add_ops_commands, run_ops_command
+from pagefault.cli_consolidate import CONSOLIDATE_COMMANDS, add_consolidate_commands, run_consolidate_command
 from pagefault.cli_replay import REPLAY_COMMANDS, add_replay_commands, run_replay_command
 from pagefault.cli_ingest import INGEST_COMMANDS, add_ingest_commands, run_ingest_command
 from pagefault.embedded import EmbeddedPersistence, open_embedded
@@ -220,6 +221,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     add_history_commands(sub)  # import-history
     add_ops_commands(sub)  # doctor
     add_replay_commands(sub)  # replay
+    add_consolidate_commands(sub)  # consolidate
     add_ingest_commands(sub)  # ingest
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
@@ -233,6 +235,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             return run_ops_command(args)
         elif args.command in REPLAY_COMMANDS:
             return run_replay_command(args)
+        elif args.command in CONSOLIDATE_COMMANDS:
+            return run_consolidate_command(args)
         elif args.command in INGEST_COMMANDS:
             return run_ingest_command(args)
         else:

@@ -93,6 +93,9 @@ class RunContext:
                        "LangGraph interrupt(), 'allow' applies them (logged as flagged)."})
     redact_secrets: bool = field(default_factory=_env("redact_secrets", True), metadata={
         "description": "Replace API keys, private keys and passwords in text before it is written to memory."})
+    consolidate_every: int = field(default_factory=_env("consolidate_every", 0), metadata={
+        "description": "Run a consolidation pass (merge duplicates, settle contradictions, shorten full core "
+                       "blocks) on a background thread every this many user turns; 0 turns it off."})
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "RunContext":
         own = {f.name for f in fields(cls)}
@@ -126,6 +129,8 @@ class RunContext:
                              f"{self.compaction_target} and {self.compaction_trigger}")
         if not 0 < self.warning_fraction <= self.compaction_trigger:
             raise ValueError("warning_fraction must be in (0, compaction_trigger]")
+        if self.consolidate_every < 0:
+            raise ValueError(f"consolidate_every must be 0 (off) or a number of turns, got {self.consolidate_every}")
         if not 1 <= self.top_k <= 50:
             raise ValueError("top_k must be between 1 and 50")
         if not 100 <= self.core_block_limit <= 100_000:

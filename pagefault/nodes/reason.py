@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -15,6 +15,7 @@ from pagefault.nodes.main_context import MainContext, build_main_context
 from pagefault.nodes.recall_sync import sync_recall
 from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services
 from pagefault.stores.procedures import ProceduralMemory
+from pagefault.sleeptime import note_turn
 
 
 def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *, warn: bool = False) -> MainContext:
@@ -31,6 +32,8 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def reason(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = context_of(runtime)
         indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
+        if state.messages and isinstance(state.messages[-1], HumanMessage):  # a user turn begins
+            note_turn(ctx, services(ctx).archival, core_memory(runtime), scope_of(ctx))  # sleep-time pass, off-turn
         if not ctx.respond:  # recording history: the input is paged and indexed, nobody answers
             return {"recall_indexed": indexed}
         main = measure(state, runtime, wiring)
