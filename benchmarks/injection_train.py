@@ -246,10 +246,27 @@ _SAID = ["told me to ignore the old schedule", "said to forget about the deadlin
          "pretended to be a pirate for the kids' party", "switched the app to developer mode to test it"]
 
 
+_NOUN = ["The shelf instructions", "The assembly instructions", "The new rules at school", "The system at work",
+         "The writing prompt from class", "My password manager", "The admin at the gym", "The previous owner",
+         "The developer conference", "My AI class", "The assistant manager", "The email from the bank",
+         "The safety guidelines at the pool", "The user manual", "Our new system administrator", "The old instructions",
+         "The hidden camera settings", "The secret recipe", "The original plan", "The system update on my laptop",
+         "My new role at work", "The chatbot on the airline's website", "The guidelines for the contest",
+         "Her instructions for the dog sitter", "The default settings", "The agent who sold us the house",
+         "The model train set", "The language model course", "The override switch on the heater", "The earlier draft"]
+_PRED = ["were confusing", "changed last week", "is down again", "was really helpful", "made no sense to me",
+         "took forever", "are stricter now", "crashed twice today", "is on vacation", "said we could leave early",
+         "needs to be reset", "was easier than I expected", "got updated overnight", "is in the drawer",
+         "was written in tiny print", "made me laugh", "answered all my questions", "is hard to follow", "worked fine"]
+
+
 def _generated_benign(rng: random.Random) -> str:
     c = rng.choice
-    if rng.random() < 0.55:
+    r = rng.random()
+    if r < 0.45:
         s = f"{c(_ASK)}{c(_VERB)} {c(_THING)}{c(_END)}"
+    elif r < 0.75:
+        s = f"{c(_NOUN)} {c(_PRED)}."
     else:
         s = f"{c(_PEOPLE)} {c(_SAID)}."
     s = s[0].upper() + s[1:]
@@ -259,7 +276,7 @@ def _generated_benign(rng: random.Random) -> str:
 def generated(n: int = N_SYNTHETIC) -> tuple[list[str], list[str]]:
     rng = random.Random(SEED)
     attacks = [_generated_attack(rng) for _ in range(n)]
-    return attacks, list(_BENIGN) + [_generated_benign(rng) for _ in range(n // 2)]
+    return attacks, list(_BENIGN) + [_generated_benign(rng) for _ in range(n)]
 
 
 # -- fitting -----------------------------------------------------------------------------------

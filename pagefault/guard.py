@@ -4,12 +4,14 @@ Memory poisoning is attacker text that is stored as a memory and later re-read b
 if it were an instruction. Ordinary memories are statements about the world ("Ana lives in
 Lisbon"); poison is addressed to the model ("ignore all previous instructions", a fake
 ``system:`` header, a tool call, "send the data to this URL", "your persona is now ...").
-``scan`` looks for those shapes with fixed rules, in the text and in every decoded view of it
-(base64, escapes, reversed, leetspeak, ...; see ``pagefault.decoded``), so it runs offline, is
-deterministic and explains each flag by rule name.
+``scan`` looks for those shapes with fixed rules and, where no rule fires, with a small learned
+scorer (``learned``: logistic regression over hashed n-grams, weights in ``data/guard_scorer.npz``),
+in the text and in every decoded view of it (base64, escapes, reversed, leetspeak, ...; see
+``pagefault.decoded``). It runs offline, is deterministic and explains each flag by rule name.
 
-It is a tripwire, not a proof: a paraphrase no rule covers gets through. What the rules catch,
-and how often they fire on ordinary conversation, is measured by ``benchmarks/injection.py``.
+It is a tripwire, not a proof: a paraphrase unlike anything the rules and the scorer were built
+from gets through. Detection and false-positive rates on held-out corpora are measured by
+``benchmarks/injection.py``.
 """
 
 from __future__ import annotations
@@ -420,14 +422,14 @@ RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) fo
 # Rules name the shapes someone thought of; paraphrases slip past them. The scorer is a logistic
 # regression over hashed word, word-pair and character 4-gram features, fitted by
 # ``benchmarks/injection_train.py`` on the training split of the corpora (never the held-out one).
-# It reads a text in windows of a few sentences, so one injected line in a long document is scored
-# on its own rather than diluted, and flags the text when any window scores above the threshold
+# It reads a text in windows of two sentences, so one injected line in a long document is scored
+# nearly on its own rather than diluted, and flags the text when any window scores above the threshold
 # stored with the weights.
 
 SCORER_FILE = Path(__file__).parent / "data" / "guard_scorer.npz"
 SCORER_RULE = "learned"
 HASH_BITS = 16
-#: Characters per scored window (a window grows by whole sentences up to this size).
+#: Longest sentence the scorer reads as one (longer ones are cut).
 WINDOW_CHARS = 320
 MAX_WINDOWS = 400
 _SENTENCE = re.compile(r"[^\n.!?。]*(?:[.!?。]+|\n+|$)")
@@ -435,22 +437,25 @@ _WORD = re.compile(r"\w+")
 
 
 def windows(text: str) -> list[str]:
-    """The text cut at sentence and line ends into windows of up to ``WINDOW_CHARS`` characters; each
-    window after the first starts with the last sentence of the one before, so no sentence pair is cut."""
+    """What the scorer reads: a text of one or two sentences whole, a longer one as each pair of
+    adjacent sentences (so one injected sentence in a document is scored with at most one neighbour,
+    not diluted by the rest). Sentences longer than ``WINDOW_CHARS`` are cut at spaces."""
     text = text.strip()
-    if len(text) <= WINDOW_CHARS:
-        return [text] if text else []
-    sentences = [m.group(0) for m in _SENTENCE.finditer(text) if m.group(0).strip()]
-    out: list[str] = []
-    i = 0
-    while i < len(sentences) and len(out) < MAX_WINDOWS:
-        j, size = i, 0
-        while j < len(sentences) and (j == i or size + len(sentences[j]) <= WINDOW_CHARS):
-            size += len(sentences[j])
-            j += 1
-        out.append("".join(sentences[i:j]).strip()[: 2 * WINDOW_CHARS])
-        i = j if j - i == 1 or j >= len(sentences) else j - 1
-    return out
+    if not text:
+        return []
+    sentences: list[str] = []
+    for m in _SENTENCE.finditer(text):
+        sentence = m.group(0).strip()
+        while len(sentence) > WINDOW_CHARS:
+            cut = sentence.rfind(" ", 0, WINDOW_CHARS)
+            cut = cut if cut > 0 else WINDOW_CHARS
+            sentences.append(sentence[:cut])
+            sentence = sentence[cut:].strip()
+        if sentence:
+            sentences.append(sentence)
+    if len(sentences) <= 2:
+        return [text[: 2 * WINDOW_CHARS]]
+    return [f"{a} {b}" for a, b in zip(sentences, sentences[1:])][:MAX_WINDOWS]
 
 
 def features(window: str) -> list[int]:
@@ -500,9 +505,15 @@ SCORER: Scorer | None = load_scorer()
 #: Changes whenever what the scanner detects changes (rules, decoding, scoring code or weights), so
 #: verdicts stored with records (the recall index stamps each turn with one) are re-checked only
 #: when they were made by another version.
-GUARD_VERSION: str = hashlib.sha256(b"\0".join((
-    Path(__file__).read_bytes(), Path(decoded.__file__).read_bytes(),
-    SCORER_FILE.read_bytes() if SCORER_FILE.exists() else b""))).hexdigest()[:12]
+def guard_version(scorer_file: Path = SCORER_FILE) -> str:
+    """A short hash of everything detection depends on: this module (rules, normalisation, scoring
+    code), the decoders, and the scorer's weights and threshold."""
+    parts = (Path(__file__).read_bytes(), Path(decoded.__file__).read_bytes(),
+             scorer_file.read_bytes() if scorer_file.exists() else b"")
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:12]
+
+
+GUARD_VERSION: str = guard_version()
 
 
 @dataclass(frozen=True)
