@@ -193,3 +193,16 @@ def test_cli_consolidate(data_dir, capsys):
     assert main(["consolidate", "--user", "gus", "--expire", "ephemeral=1", "--data-dir", data_dir]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["records_before"], report["records_after"], report["merged"], report["expired"]) == (3, 2, 1, 1)
+
+
+def test_a_model_rewrite_that_loses_a_fact_falls_back_to_the_rules():
+    """ModelJudge keeps a model's rewrite only if every value survives; the offline model (not an LLM)
+    cannot rewrite, so the rules' lossless form is used."""
+    from pagefault import OfflineChatModel
+    from pagefault.consolidate import ModelJudge, facts_kept
+    from pagefault.stores.core import CoreBlock
+
+    block = CoreBlock("human", "Likes: tea\nLikes: jazz\nLikes: tea\nName: Dee", 60)
+    assert ModelJudge(OfflineChatModel()).shorten(block) == "Likes: tea; jazz\nName: Dee"
+    assert facts_kept(block.value, "Likes: tea; jazz\nName: Dee")
+    assert not facts_kept(block.value, "Likes: tea\nName: Dee")
