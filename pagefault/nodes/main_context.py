@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from langchain_core.messages import SystemMessage
@@ -48,6 +49,27 @@ class MainContext:
         return SystemMessage(content=self.system_prompt)
 
 
+@lru_cache(maxsize=512)
+def _count(counter: TokenCounter, text: str) -> int:
+    """Tokens of a prompt section. The router and the reason node both measure every step, and the
+    instructions, core blocks, summary and tool schemas rarely change between steps: count each text once."""
+    return counter.count_text(text)
+
+
+_tool_tokens: dict[tuple[int, int], tuple[list[dict[str, Any]], int]] = {}
+
+
+def _count_tools(counter: TokenCounter, schemas: list[dict[str, Any]]) -> int:
+    """Tokens of a graph's tool schemas, counted once per schema list (a graph's list never changes)."""
+    key = (id(counter), id(schemas))
+    hit = _tool_tokens.get(key)
+    if hit is None or hit[0] is not schemas:
+        if len(_tool_tokens) > 256:  # graphs come and go (tests build hundreds): forget old lists
+            _tool_tokens.clear()
+        hit = _tool_tokens[key] = (schemas, counter.count_tools(schemas))
+    return hit[1]
+
+
 def render_core(blocks: list[CoreBlock]) -> str:
     parts = ["<core_memory>"]
     for b in blocks:
@@ -84,11 +106,11 @@ def build_main_context(
     core = render_core(blocks)
     summary = f"<summary_of_evicted_messages>\n{state.summary}\n</summary_of_evicted_messages>" if state.summary else ""
     tokens = {
-        "system": TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + counter.count_text("system") + counter.count_text(instructions),
-        "core": counter.count_text(core),
-        "summary": counter.count_text(summary) if summary else 0,
+        "system": TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + _count(counter, "system") + _count(counter, instructions),
+        "core": _count(counter, core),
+        "summary": _count(counter, summary) if summary else 0,
         "messages": counter.count_messages(state.messages),
-        "tools": counter.count_tools(tool_schemas),
+        "tools": _count_tools(counter, tool_schemas),
     }
     rules = render_procedures(procedures or [])
     tokens["procedures"] = counter.count_text(rules) if rules else 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -31,7 +31,14 @@ def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *,
 def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def reason(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = context_of(runtime)
-        indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
+        # Recall is synced once per turn, when the turn starts: the messages of a memory round trip
+        # (tool calls and their results) are indexed with the next turn's, in one embedding run and
+        # one write per index instead of one per step. Compaction syncs before it evicts anything.
+        mid_turn = bool(state.messages) and isinstance(state.messages[-1], ToolMessage)
+        if mid_turn and ctx.respond:
+            indexed = state.recall_indexed
+        else:
+            indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
         if state.messages and isinstance(state.messages[-1], HumanMessage):  # a user turn begins
             note_turn(ctx, services(ctx).archival, core_memory(runtime), scope_of(ctx))  # sleep-time pass, off-turn
         if not ctx.respond:  # recording history: the input is paged and indexed, nobody answers

@@ -60,6 +60,10 @@ class LexicalIndex:
             raise ValueError(f"bad index kind {kind!r}")
         self.kind = kind
         self._lock = threading.Lock()
+        # count() runs on every prompt render; a count(*) over 100k rows costs milliseconds. Counts are
+        # kept until this connection writes or another commits (SQLite's data_version moves).
+        self._counts: dict[str, int] = {}
+        self._counts_version = -1
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -83,6 +87,7 @@ class LexicalIndex:
     def upsert(self, docs: Iterable[LexicalDoc]) -> None:
         t = self.kind
         with self._lock, self._db:
+            self._counts.clear()
             for d in docs:
                 row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (d.id,)).fetchone()
                 if row is not None:
@@ -99,6 +104,7 @@ class LexicalIndex:
     def delete(self, ids: Sequence[str]) -> None:
         t = self.kind
         with self._lock, self._db:
+            self._counts.clear()
             for id_ in ids:
                 row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (id_,)).fetchone()
                 if row is not None:
@@ -170,7 +176,14 @@ class LexicalIndex:
 
     def count(self, scope: str) -> int:
         with self._lock:
-            return self._db.execute(f"SELECT count(*) FROM {self.kind}_docs WHERE scope=?", (scope,)).fetchone()[0]
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if version != self._counts_version:  # another connection committed: recount
+                self._counts.clear()
+                self._counts_version = version
+            if scope not in self._counts:
+                self._counts[scope] = self._db.execute(
+                    f"SELECT count(*) FROM {self.kind}_docs WHERE scope=?", (scope,)).fetchone()[0]
+            return self._counts[scope]
 
     def close(self) -> None:
         with self._lock:
