@@ -92,12 +92,14 @@ def vectors(n: int, *, progress: bool = True) -> np.ndarray:
 def load_archival(archival, scope, texts: list[str], vecs: np.ndarray, *, name: str = "synthetic") -> None:
     """Bulk-load passages into a pagefault ``ArchivalStore`` with precomputed vectors.
 
-    Each record is what ``ArchivalStore.insert`` writes for a document passage (same id, metadata and
-    BM25 row); only the per-record embedding is skipped, since the vectors are given.
+    Each record is what ``ArchivalStore.insert`` writes for a document passage that states no fact (same
+    id, provenance and validity metadata, BM25 row); only the per-record embedding is skipped, since the
+    vectors are given.
     """
     from pagefault.stores.archival import archival_id
     from pagefault.stores.hybrid import IndexedText
     from pagefault.stores.provenance import Provenance
+    from pagefault.stores.validity import Validity
 
     step = 4_000  # under Chroma's largest batch
     for k in range(0, len(texts), step):
@@ -105,7 +107,9 @@ def load_archival(archival, scope, texts: list[str], vecs: np.ndarray, *, name: 
         for i in range(k, min(k + step, len(texts))):
             prov = Provenance(source="document", message_id=f"{name}#p{i}")
             items.append(IndexedText(id=archival_id(scope, texts[i]), text=texts[i], scope=scope.key,
-                                     created_at=prov.created_at, metadata={"kind": "archival", **prov.metadata()}))
+                                     created_at=prov.created_at,
+                                     metadata={"kind": "archival", **prov.metadata(),
+                                               **Validity(prov.created_at, recorded_at=prov.created_at).metadata()}))
         archival.index.upsert(items, vecs[k:k + len(items)])
 
 
