@@ -5,14 +5,15 @@ Passages are cut on paragraph boundaries (a paragraph longer than a passage is c
 then hard). Each passage is an ordinary archival record written through ``ArchivalStore.insert``
 (so the poisoning guard and secret redaction apply), with provenance ``source="document"``,
 ``message_id="<name>#p<i>"`` and ``offset`` (the character offset in the text where the passage
-starts). Passages are embedded in batches first, so the inserts reuse those vectors instead of
-running the model once per passage.
+starts). Passages are embedded in batches, one batch ahead of the inserts, which reuse those
+vectors instead of running the model once per passage.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 from tqdm import tqdm
@@ -92,13 +93,19 @@ def ingest_document(
         raise ValueError("a document needs a name (it goes into each passage's provenance)")
     passages = split_passages_at(text, max_chars)
     records: list[ArchivalRecord] = []
-    embeddings = archival.index.embeddings
+    embed = archival.index.embeddings.embed_array
+    batches = [passages[k:k + _BATCH] for k in range(0, len(passages), _BATCH)]
+    # The next batch is embedded (CPU) while this one is inserted (mostly waiting on the stores' disk
+    # syncs), so ingestion runs at about the speed of embedding alone. The inserts find the vectors in
+    # the embedding cache instead of running the model once per passage.
     with tqdm(total=len(passages), desc=f"ingesting {name}", unit="passage", file=sys.stderr,
-              disable=not progress) as bar:
-        for start in range(0, len(passages), _BATCH):
-            batch = passages[start:start + _BATCH]
-            embeddings.embed_array([p for _, p in batch])  # one model run for the batch; the inserts reuse it
-            for i, (offset, passage) in enumerate(batch, start):
+              disable=not progress) as bar, ThreadPoolExecutor(1, thread_name_prefix="pagefault-embed") as pool:
+        ahead = pool.submit(embed, [p for _, p in batches[0]]) if batches else None
+        for b, batch in enumerate(batches):
+            ahead.result()  # type: ignore[union-attr]
+            if b + 1 < len(batches):
+                ahead = pool.submit(embed, [p for _, p in batches[b + 1]])
+            for i, (offset, passage) in enumerate(batch, b * _BATCH):
                 prov = Provenance(source="document", message_id=f"{name}#p{i}", offset=offset)
                 records.append(archival.insert(scope, passage, tags, prov))
                 bar.update()

@@ -20,6 +20,8 @@ from pagefault.stores.validity import ValidityFilter
 #: How many candidates each side contributes, relative to the requested k.
 CANDIDATE_FACTOR = 4
 MIN_CANDIDATES = 100
+#: Unfiltered nearest neighbours fetched per wanted candidate before filtering them locally.
+OVERFETCH = 4
 TAG_PREFIX = "tag__"
 
 
@@ -189,19 +191,46 @@ class HybridIndex:
         validity: ValidityFilter | None = None,
     ) -> "Signals":
         """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first."""
-        where = chroma_where(scope, thread_id=thread_id, tags=tags, start=start, end=end, validity=validity)
-        dense = self.collection.query(
-            query_embeddings=query_vector.reshape(1, -1), n_results=n, where=where,
-            include=["documents", "metadatas", "distances"] if with_docs else ["distances"],
-        )
         out = Signals()
-        for j, (id_, dist) in enumerate(zip(dense["ids"][0], dense["distances"][0])):
-            out.dense[id_] = 1.0 - float(dist)
+        filters = dict(thread_id=thread_id, tags=tags, start=start, end=end)
+        near = self._unfiltered_neighbours(query_vector, scope, n, validity=validity, **filters)
+        if near is not None:
+            out.dense = near
             if with_docs:
-                out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
+                self.resolve(list(near), out.docs)
+        else:
+            where = chroma_where(scope, validity=validity, **filters)
+            dense = self.collection.query(
+                query_embeddings=query_vector.reshape(1, -1), n_results=n, where=where,
+                include=["documents", "metadatas", "distances"] if with_docs else ["distances"],
+            )
+            for j, (id_, dist) in enumerate(zip(dense["ids"][0], dense["distances"][0])):
+                out.dense[id_] = 1.0 - float(dist)
+                if with_docs:
+                    out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
         out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end,
                                                **({"validity": validity} if validity is not None else {})))
         return out
+
+    def _unfiltered_neighbours(self, query_vector: np.ndarray, scope: str, n: int, *,
+                               validity: ValidityFilter | None, **filters: Any) -> dict[str, float] | None:
+        """The ``n`` nearest records passing the filters, found without Chroma's metadata filter (which
+        scans every record's metadata: ~0.3 s at 100k records, against ~2 ms unfiltered): the
+        ``OVERFETCH * n`` nearest of all, kept when the BM25 shadow says they pass. Exact whenever ``n``
+        pass (a passing record nearer than the last kept is among them) or the collection holds fewer
+        than were asked for; otherwise None, and the caller runs the filtered query."""
+        matching = getattr(self.lexical, "matching", None)
+        if matching is None or (validity is not None and validity.as_of is not None):
+            return None  # no local shadow to filter with, or a point-in-time filter: Chroma's own filter
+        want = OVERFETCH * n
+        got = self.collection.query(query_embeddings=query_vector.reshape(1, -1), n_results=want,
+                                    include=["distances"])
+        ids, dists = got["ids"][0], got["distances"][0]
+        keep = matching(ids, scope, validity=validity, **filters)
+        near = {i: 1.0 - float(d) for i, d in zip(ids, dists) if i in keep}
+        if len(near) < n and len(ids) >= want:
+            return None
+        return dict(list(near.items())[:n])
 
     def resolve(self, ids: Sequence[str], docs: dict[str, tuple[str, dict[str, Any]]]) -> None:
         """Fill in text and metadata for ids that only the lexical side returned."""
@@ -222,7 +251,7 @@ class HybridIndex:
     ) -> list[Hit]:
         n = max(MIN_CANDIDATES, k * CANDIDATE_FACTOR)
         qvec = self.embeddings.embed_array([query])[0]
-        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end,
+        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end, with_docs=False,
                            validity=validity)
         scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
