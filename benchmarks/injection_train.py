@@ -14,11 +14,12 @@ is never read here):
   that share words with injections ("forget about it", "send me the photos").
 
 Every text is cut into the windows the guard scores (``pagefault.guard.windows``), each window a
-training example with its text's label (the positives are short: nearly all are one window). The model is an L2-regularised, class-balanced logistic
-regression fitted by full-batch gradient descent with Adam, from a fixed seed, in numpy. The
-threshold is the smallest score that keeps the false-positive rate at or below ``FP_BUDGET`` on
-*cross-fitted* scores of the training negatives: each fold (whole conversations, modules, files) is
-scored by a model fitted without it, because in-sample scores of negatives are too low to trust.
+training example with its text's label (the positives are short: nearly all are one window). The
+model is an L2-regularised, class-balanced logistic regression fitted by full-batch gradient descent
+with Adam, from a fixed seed, in numpy (refitting gives the same weights). The threshold is the
+smallest score that keeps the false-positive rate at or below ``FP_BUDGET`` on *cross-fitted* scores
+of the training negatives: each fold (whole conversations, modules, files) is scored by a model
+fitted without it, because in-sample scores of negatives are too low to trust.
 """
 
 from __future__ import annotations
