@@ -157,6 +157,10 @@ class HybridIndex:
              page: int = 2_000) -> list[tuple[Hit, np.ndarray | None]]:
         """Every record of ``scope`` matching the equality filters in ``extra`` (paged; no ranking)."""
         where = chroma_where(scope, extra=extra)
+        if extra and len(extra) == 1:
+            # Chroma answers one equality from its metadata index (~8 ms at 100k records) but an $and
+            # with the scope by scanning (~0.1 s): ask for the one key, check the scope here.
+            where = dict(extra)
         include = ["documents", "metadatas"] + (["embeddings"] if embeddings else [])
         out: list[tuple[Hit, np.ndarray | None]] = []
         offset = 0
@@ -164,6 +168,8 @@ class HybridIndex:
             got = self.collection.get(where=where, include=include, limit=page, offset=offset)
             vecs = got.get("embeddings") if embeddings else None
             for j, (i, d, m) in enumerate(zip(got["ids"], got["documents"], got["metadatas"])):
+                if (m or {}).get("scope") != scope:
+                    continue
                 out.append((Hit(i, d, 0.0, dict(m or {})), np.asarray(vecs[j], dtype=np.float32) if embeddings else None))
             if len(got["ids"]) < page:
                 return out
