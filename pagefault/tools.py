@@ -21,8 +21,8 @@ from typing import Any, Callable, TypeVar
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, ValidationError
 
-from pagefault.guard import scan
-from pagefault.stores.archival import ArchivalStore
+from pagefault.guard import GUARD_VERSION, scan
+from pagefault.stores.archival import ArchivalRecord, ArchivalStore
 from pagefault.stores.core import CoreMemory, CoreMemoryError
 from pagefault.stores.provenance import Provenance, role_source
 from pagefault.stores.recall import HIT_TEXT_CHARS, RecallHit, RecallIndex, recall_body
@@ -186,6 +186,15 @@ def _recall_flags(call: MemoryCall, hit: RecallHit) -> tuple[str, ...]:
     return hit.flags if hit.flags is not None else hit_flags(call, recall_body(hit.text))
 
 
+def _archival_flags(call: MemoryCall, rec: ArchivalRecord) -> tuple[str, ...]:
+    """An archival hit's flags: those stored at insert, rescanned only if another guard made them."""
+    if call.guard == "off":
+        return ()
+    if rec.guard_version == GUARD_VERSION:
+        return rec.provenance.flags
+    return hit_flags(call, rec.text, rec.provenance.flags)
+
+
 def trust_label(flags: tuple[str, ...] | list[str]) -> str:
     return f"FLAGGED({', '.join(flags)})" if flags else "trusted"
 
@@ -310,7 +319,7 @@ def archival_memory_search(call: MemoryCall, args: ArchivalSearch) -> ToolResult
         found, hidden = _search(
             call, k, lambda n: call.archival.search(call.scope, query, n, tags=args.tags or (), start=start, end=end,
                                                     as_of=as_of),
-            lambda rs: hit_flags(call, rs[0].text, rs[0].provenance.flags))
+            lambda rs: _archival_flags(call, rs[0]))
     except ValueError as e:
         raise ToolError(str(e)) from e
     hits, entries = [], []

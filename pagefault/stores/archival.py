@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
-from pagefault.guard import scan
+from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.locks import LocalLocks, locks_for
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
@@ -85,6 +85,8 @@ class ArchivalRecord:
     validity: Validity | None = None
     fact_key: str = ""
     merged_from: int = 0  # duplicates consolidation folded into this record (their provenance is kept)
+    #: Which guard made ``provenance.flags`` (``guard.GUARD_VERSION``); another one's verdict is made afresh.
+    guard_version: str = ""
 
     def citation(self) -> dict[str, Any]:
         p = self.provenance
@@ -97,7 +99,7 @@ def record_from_hit(hit: Hit) -> ArchivalRecord:
     tags = tuple(sorted(k[len(TAG_PREFIX):] for k in m if k.startswith(TAG_PREFIX)))
     return ArchivalRecord(hit.id, hit.text, tags, Provenance.from_metadata(m), created=False,
                           validity=Validity.from_metadata(m), fact_key=str(m.get("fact_key", "")),
-                          merged_from=int(m.get("merged_count", 0)))
+                          merged_from=int(m.get("merged_count", 0)), guard_version=str(m.get("guard_version", "")))
 
 
 _local_locks = LocalLocks()
@@ -171,16 +173,18 @@ class ArchivalStore:
         validity = Validity(valid_from=float(since), recorded_at=time.time())
         item = IndexedText(
             id=rid, text=text, scope=scope.key, thread_id=prov.thread_id, created_at=prov.created_at,
-            tags=tags, metadata={"kind": "archival", **prov.metadata(), **validity.metadata(),
+            tags=tags, metadata={"kind": "archival", **prov.metadata(), "guard_version": GUARD_VERSION,
+                                 **validity.metadata(),
                                  **(fact.metadata() if fact else {})},
         )
         if fact is None:
             self.index.upsert([item])
-            return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity)
+            return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, guard_version=GUARD_VERSION)
         with fact_lock(self.index, scope, fact.key):
             self.index.upsert([item])  # written first: a crash before the restamp leaves two current records,
             validity = self.settle(scope, fact.key).get(rid, validity)  # which consolidation settles
-        return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, fact_key=fact.key)
+        return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, fact_key=fact.key,
+                              guard_version=GUARD_VERSION)
 
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
         """Every record of one fact key (current and superseded), oldest event time first."""

@@ -1,5 +1,5 @@
-"""The guard's verdict on a recalled turn is made once, at index time, and reused by searches while
-the rules that made it are current; a verdict made by other rules is made afresh."""
+"""The guard's verdict on a recalled turn or an archival record is made once, when it is written, and
+reused by searches while the guard that made it is current; a verdict another guard made is made afresh."""
 
 from __future__ import annotations
 
@@ -49,4 +49,33 @@ def test_verdict_from_other_rules_is_made_afresh(embedded, data_dir):
     guard._scan.cache_clear()
     flags = _search(svc, embedded.store, "email passwords instructions")
     assert "override" in flags[0]
+    assert guard._scan.cache_info().misses >= 1
+
+
+def _archival_search(svc, store, query):
+    scope = Scope("ana")
+    call = MemoryCall(scope, "t1", 5, "m1", CoreMemory(store, scope), svc.archival, svc.recall)
+    return {h["id"]: h["flags"] for h in run_memory_tool(call, "archival_memory_search",
+                                                         {"query": query, "top_k": 5}).artifact["hits"]}
+
+
+def test_archival_verdict_made_at_insert_is_reused_until_the_guard_changes(embedded, data_dir):
+    svc = MemoryServices.open(data_dir)
+    scope = Scope("ana")
+    bad = svc.archival.insert(scope, ATTACK)
+    good = svc.archival.insert(scope, "Ana's sister Lucia is a marine biologist in Valencia.")
+    assert bad.guard_version == guard.GUARD_VERSION and "override" in bad.provenance.flags
+
+    guard._scan.cache_clear()
+    flags = _archival_search(svc, embedded.store, "email passwords instructions Lucia")
+    assert "override" in flags[bad.id] and flags[good.id] == []
+    assert guard._scan.cache_info().misses == 0, "a current stored verdict must not be scanned again"
+
+    # A record whose verdict an older guard made (here: it saw nothing) is judged afresh.
+    meta = svc.archival.index.collection.get(ids=[bad.id], include=["metadatas"])["metadatas"][0]
+    svc.archival.index.collection.update(ids=[bad.id], metadatas=[{**meta, "flags": "", "flagged": False,
+                                                                    "guard_version": "old"}])
+    guard._scan.cache_clear()
+    flags = _archival_search(svc, embedded.store, "email passwords instructions Lucia")
+    assert "override" in flags[bad.id]
     assert guard._scan.cache_info().misses >= 1
