@@ -1,6 +1,7 @@
 """Export and import of a whole agent: one user's memory, every tier, as one versioned JSON file.
 
-An export carries the core blocks, every archival record with its id and provenance, and every
+An export carries the core blocks (with their JSON schemas, if typed), the learned procedures, every
+archival record with its id and provenance, and every
 thread of the user with its full message history (evicted turns included), its current window and
 its running summary. The recall index is not exported: it is derived from the threads and rebuilt
 from the imported checkpoints, as ``RecallIndex.rebuild`` always can.
@@ -29,13 +30,15 @@ from pagefault.graph.context import Context
 from pagefault.graph.graph import build_graph
 from pagefault.stores.archival import record_from_hit
 from pagefault.stores.core import CoreMemory, CoreMemoryError
+from pagefault.stores.procedures import ProceduralMemory, Procedure, ProcedureError
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
 
 FORMAT = "pagefault-agent"
 #: The schema version this pagefault writes; it reads this version and older ones.
-SCHEMA_VERSION = 1
+#: 2: core blocks carry their JSON schema; procedures (learned rules) travel too.
+SCHEMA_VERSION = 2
 #: Rows fetched from Chroma per page.
 PAGE = 500
 #: Archival metadata keys the schema carries as named fields; any other key travels in ``metadata``.
@@ -55,6 +58,15 @@ class CoreBlockRecord(_Strict):
     value: str
     limit: int = Field(gt=0)
     description: str = ""
+    value_schema: dict[str, Any] | None = Field(default=None, description="A typed block's JSON schema.")
+
+
+class ProcedureRecord(_Strict):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    kind: Literal["rule", "preference"] = "rule"
+    created_at: float
+    log: list[dict[str, Any]] = Field(default_factory=list, description="Its edit history, provenance first.")
 
 
 class ProvenanceRecord(_Strict):
@@ -96,6 +108,7 @@ class AgentExport(_Strict):
     user_id: str
     agent_id: str
     core: list[CoreBlockRecord]
+    procedures: list[ProcedureRecord] = Field(default_factory=list)
     archival: list[ArchivalRecordOut]
     threads: list[ThreadRecord]
 
@@ -163,7 +176,10 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
     ctx = ctx or Context(user_id=scope.user_id, agent_id=scope.agent_id, data_dir=persistence.data_dir)
     svc = MemoryServices.open(persistence.data_dir)
     core = CoreMemory(persistence.store, scope, persona=ctx.persona, block_limit=ctx.core_block_limit)
-    blocks = [CoreBlockRecord(label=b.label, value=b.value, limit=b.limit, description=b.description) for b in core.blocks()]
+    blocks = [CoreBlockRecord(label=b.label, value=b.value, limit=b.limit, description=b.description,
+                              value_schema=b.schema) for b in core.blocks()]
+    procedures = [ProcedureRecord(id=p.id, text=p.text, kind=p.kind, created_at=p.created_at, log=list(p.log))
+                  for p in ProceduralMemory(persistence.store, scope).list()]
 
     archival = []
     with _bar(svc.archival.count(scope), "archival", "record", progress) as bar:
@@ -196,7 +212,7 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
     doc = AgentExport(
         format=FORMAT, version=SCHEMA_VERSION, exported_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         pagefault_version=_pagefault_version(), user_id=scope.user_id, agent_id=scope.agent_id,
-        core=blocks, archival=archival, threads=threads,
+        core=blocks, procedures=procedures, archival=archival, threads=threads,
     )
     return doc.model_dump(mode="json")
 
@@ -270,6 +286,8 @@ def _check_empty(persistence: EmbeddedPersistence, svc: MemoryServices, doc: Age
     found = []
     if persistence.store.search(scope.namespace("core"), limit=1):
         found.append("core memory")
+    if ProceduralMemory(persistence.store, scope).list():
+        found.append("procedures")
     if svc.archival.count(scope):
         found.append(f"{svc.archival.count(scope)} archival record(s)")
     if svc.recall.count(scope):
@@ -295,9 +313,15 @@ def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str,
     core = CoreMemory(persistence.store, scope)
     for b in doc.core:
         try:
-            core.set_block(b.label, b.value, limit=b.limit, description=b.description)
+            core.set_block(b.label, b.value, limit=b.limit, description=b.description, schema=b.value_schema)
         except CoreMemoryError as e:
             raise TransferError(f"{source}: core block {b.label!r}: {e}") from e
+    procedures = ProceduralMemory(persistence.store, scope, redact_secrets=False)
+    for r in doc.procedures:
+        try:
+            procedures.restore(Procedure(r.id, r.text, r.kind, r.created_at, tuple(r.log)))
+        except ProcedureError as e:
+            raise TransferError(f"{source}: procedure {r.id!r}: {e}") from e
 
     with _bar(len(doc.archival), "archival", "record", progress) as bar:
         for start in range(0, len(doc.archival), 64):

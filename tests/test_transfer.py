@@ -11,8 +11,11 @@ from langchain_core.messages import HumanMessage
 from pagefault import Context, export_agent, import_agent, open_embedded
 from pagefault.cli import demo_filler, main
 from pagefault.stores import CoreMemory, MemoryServices, Scope
+from pagefault.stores.procedures import ProceduralMemory
 from pagefault.transfer import SCHEMA_VERSION, AgentExport, TransferError, parse_export, thread_history
 
+TRIP = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city"]}
 QUERIES = ["Where does my sister work?", "sister aquarium", "Lisbon", "the garden", "train journey detail",
            "launch deadline", "book club", "What is my name?"]
 
@@ -33,6 +36,8 @@ def source(tmp_path_factory):
             for text in texts:
                 g.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx)
         MemoryServices.open(data_dir).archival.insert(Scope("ana"), "Ana's passport expires in 2031.", ["travel", "docs"])
+        ProceduralMemory(p.store, Scope("ana")).add("Always answer in French.", kind="preference")
+        CoreMemory(p.store, Scope("ana")).set_block("trip", "city: Porto\ndays: 3", schema=TRIP)
         doc = export_agent(p, Scope("ana"), progress=False)
     return data_dir, doc
 
@@ -52,7 +57,9 @@ def _snapshot(data_dir: str) -> dict:
     with open_embedded(data_dir) as p:
         svc = MemoryServices.open(data_dir)
         g = p.graph()
-        core = [(b.label, b.value, b.limit) for b in CoreMemory(p.store, Scope("ana"), persona=Context().persona).blocks()]
+        core = [(b.label, b.value, b.limit, b.schema)
+                for b in CoreMemory(p.store, Scope("ana"), persona=Context().persona).blocks()]
+        procedures = [(x.id, x.text, x.kind, x.created_at, x.log) for x in ProceduralMemory(p.store, Scope("ana")).list()]
         threads = {}
         for t in ("t1", "t2"):
             history, values = thread_history(p.checkpointer, t)
@@ -67,7 +74,7 @@ def _snapshot(data_dir: str) -> dict:
                 [(h.thread_id, h.turn, h.role, h.text, h.message_id, _score(h.score))
                  for h in svc.recall.search(Scope("ana"), q, 10)],
             )
-        return {"core": core, "threads": threads, "search": search,
+        return {"core": core, "procedures": procedures, "threads": threads, "search": search,
                 "counts": (svc.archival.count(Scope("ana")), svc.recall.count(Scope("ana")))}
 
 
@@ -75,7 +82,7 @@ def test_export_carries_every_tier(source):
     _, doc = source
     assert doc["format"] == "pagefault-agent" and doc["version"] == SCHEMA_VERSION
     assert (doc["user_id"], doc["agent_id"]) == ("ana", "default")
-    assert {b["label"] for b in doc["core"]} == {"persona", "human"}
+    assert {b["label"] for b in doc["core"]} == {"persona", "human", "trip"}
     human = next(b for b in doc["core"] if b["label"] == "human")
     assert "Name: Ana" in human["value"]
     passport = next(r for r in doc["archival"] if "passport" in r["text"])
@@ -163,7 +170,8 @@ def _broken(doc: dict, change) -> str:
 
 
 @pytest.mark.parametrize("name, change, message", [
-    ("newer", lambda d: d.update(version=SCHEMA_VERSION + 1), "written by a newer pagefault (schema version 2)"),
+    ("newer", lambda d: d.update(version=SCHEMA_VERSION + 1),
+     f"written by a newer pagefault (schema version {SCHEMA_VERSION + 1})"),
     ("not ours", lambda d: d.update(format="something-else"), "is not a pagefault agent export"),
     ("no version", lambda d: d.pop("version"), "no valid schema version"),
     ("missing field", lambda d: d["archival"][0].pop("text"), "archival.0.text: Field required"),
@@ -195,3 +203,28 @@ def test_cli_refuses_bad_files_with_a_clear_error(tmp_path, capsys):
     assert "newer pagefault (schema version 99)" in err and "Upgrade pagefault" in err
     assert main(["import", str(tmp_path / "missing.json"), "--data-dir", str(tmp_path / "t")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_export_carries_procedures_and_block_schemas(source, source_snapshot):
+    _, doc = source
+    assert [(p["text"], p["kind"]) for p in doc["procedures"]] == [("Always answer in French.", "preference")]
+    assert doc["procedures"][0]["log"][0]["op"] == "add"
+    trip = next(b for b in doc["core"] if b["label"] == "trip")
+    assert trip["value_schema"] == TRIP
+    assert any(c[0] == "trip" and c[3] == TRIP for c in source_snapshot["core"])
+
+
+def test_version_1_files_still_import(source, source_snapshot, tmp_path):
+    """A file from before procedures and block schemas travelled (schema version 1) imports as it was."""
+    _, doc = source
+    old = copy.deepcopy(doc)
+    old["version"] = 1
+    old.pop("procedures")
+    for b in old["core"]:
+        b.pop("value_schema")
+    old["core"] = [b for b in old["core"] if b["label"] != "trip"]
+    target = str(tmp_path / "target")
+    with open_embedded(target) as p:
+        import_agent(p, json.dumps(old), progress=False)
+    got = _snapshot(target)
+    assert got["procedures"] == [] and got["threads"] == source_snapshot["threads"]

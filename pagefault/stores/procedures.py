@@ -120,6 +120,16 @@ class ProceduralMemory:
             self.store.put(self.namespace, pid, proc.to_store(), index=False)
             return proc
 
+    def restore(self, proc: Procedure) -> Procedure:
+        """Put back a procedure as it was (id, time and history kept), e.g. from an export."""
+        text = _check(proc.text)
+        if proc.kind not in KINDS or not isinstance(proc.id, str) or not proc.id.startswith("proc-"):
+            raise ProcedureError(f"a procedure needs an id like proc-… and a kind in {', '.join(KINDS)}")
+        proc = Procedure(proc.id, text, proc.kind, proc.created_at, proc.log)
+        with edit_lock(self.store, *self.namespace, "all"):
+            self.store.put(self.namespace, proc.id, proc.to_store(), index=False)
+        return proc
+
     def replace(self, id_: str, text: str, *, provenance: Provenance | None = None) -> Procedure:
         """Reword a procedure; it keeps its id, place and history."""
         text = _check(text)
@@ -145,4 +155,4 @@ def render_procedures(procedures: list[Procedure]) -> str:
         return ""
     lines = [f"{i}. {p.text} [{p.id}]" for i, p in enumerate(procedures, 1)]
     return ("<procedures>\nRules and preferences you have learned; follow them unless the user says otherwise "
-            "(edit them with procedure_add / procedure_remove):\n" + "\n".join(lines) + "\n</procedures>")
+            "(edit them with procedure_update):\n" + "\n".join(lines) + "\n</procedures>")
