@@ -19,7 +19,7 @@ from pagefault.cli_replay import REPLAY_COMMANDS, add_replay_commands, run_repla
 from pagefault.cli_ingest import INGEST_COMMANDS, add_ingest_commands, run_ingest_command
 from pagefault.embedded import EmbeddedPersistence, open_embedded
 from pagefault.graph.context import Context
-from pagefault.nodes.main_context import build_main_context
+from pagefault.nodes.main_context import SEGMENTS, build_main_context
 from pagefault.nodes.wiring import Wiring, scope_of, services
 from pagefault.production import open_persistence
 from pagefault.stores.core import CoreMemory
@@ -28,7 +28,6 @@ from pagefault.tools import quote
 OFFLINE_NOTE = ("model: offline (a deterministic rule-based stand-in, NOT an LLM; set PAGEFAULT_MODEL, "
                 "e.g. openai:gpt-4o-mini, for a real model)")
 
-SEGMENTS = ("system", "core", "summary", "messages", "tools")
 
 
 def context_bar(tokens: dict[str, int], width: int = 40) -> str:

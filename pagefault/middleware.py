@@ -6,9 +6,9 @@ agent = create_agent(model, tools, middleware=[PagefaultMiddleware()], checkpoin
 
 What the middleware adds, the same way the graph does it and with the same stores and settings:
 
-- the five memory tools (``memory_tools``), scoped by the run, never by the model;
+- the memory tools (``memory_tools``), scoped by the run, never by the model;
 - around every model call: the app's own system prompt, then pagefault's instructions, core
-  memory and the running summary (the graph's ``build_main_context``);
+  memory, the learned procedures and the running summary (the graph's ``build_main_context``);
 - budget-driven compaction (the graph's ``plan_compaction`` and ``summarize``): past the trigger,
   the oldest messages are summarized and evicted, after being indexed into recall, so
   ``conversation_search`` still finds them; a one-shot memory-pressure warning before that;
@@ -47,6 +47,7 @@ from pagefault.nodes.main_context import MainContext, build_main_context
 from pagefault.nodes.recall_sync import sync_recall
 from pagefault.nodes.wiring import scope_of, services, thread_id, token_counter
 from pagefault.stores.core import CoreMemory
+from pagefault.stores.procedures import ProceduralMemory
 from pagefault.tokens import TokenCounter, message_text
 from pagefault.toolkit import embedded_store, memory_tools, resolve_context
 
@@ -150,8 +151,11 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         )
         update: dict[str, Any] = {"recall_indexed": sync_recall(view, config, svc.recall, scope)}
 
+        procedures = ProceduralMemory(store, scope).list()
+
         def measure(state: PagefaultState, warn: bool = False) -> MainContext:
-            main = build_main_context(state, ctx, counter, core.blocks(), svc.archival.count(scope), schemas, warn=warn)
+            main = build_main_context(state, ctx, counter, core.blocks(), svc.archival.count(scope), schemas, warn=warn,
+                                      procedures=procedures)
             return _with_app_prompt(main, app_prompt, counter)
 
         main = measure(view)

@@ -16,11 +16,11 @@ from typing import Any
 from pagefault.embedded import EmbeddedPersistence
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
-from pagefault.nodes.main_context import build_main_context
+from pagefault.nodes.main_context import SEGMENTS, build_main_context
 from pagefault.nodes.wiring import Wiring, scope_of, services
 from pagefault.stores.core import CoreBlock, CoreMemory
+from pagefault.stores.procedures import ProceduralMemory
 
-SEGMENTS = ("system", "core", "summary", "messages", "tools")
 BAR_WIDTH = 40
 
 
@@ -69,7 +69,8 @@ def thread_overview(persistence: EmbeddedPersistence, ctx: Context, thread_id: s
     tokens, measured = dict(state.tokens or {}), "last model call"
     if not tokens:
         wiring = Wiring()
-        tokens = build_main_context(state, ctx, wiring.counter(ctx), blocks, archival, wiring.tool_schemas).tokens
+        tokens = build_main_context(state, ctx, wiring.counter(ctx), blocks, archival, wiring.tool_schemas,
+                                    procedures=ProceduralMemory(persistence.store, scope).list()).tokens
         measured = "now"
     return Overview(
         ctx=ctx, thread_id=thread_id, tokens=tokens, measured=measured, blocks=blocks,

@@ -90,11 +90,11 @@ def test_chat_in_a_terminal_persists_across_processes_and_threads(tmp_path: Path
     assert re.search(r"\[persona \d+/2000 chars\]", out), out
 
     out = _send(child, "/context")
-    m = re.search(r"\[([#.]+)\] (\d+)/(\d+) tokens \(system (\d+) \| core (\d+) \| summary (\d+) "
-                  r"\| messages (\d+) \| tools (\d+)\)", out)
+    m = re.search(r"\[([#.]+)\] (\d+)/(\d+) tokens \(system (\d+) \| core (\d+) \| procedures (\d+) "
+                  r"\| summary (\d+) \| messages (\d+) \| tools (\d+)\)", out)
     assert m, out
     total, window = int(m.group(2)), int(m.group(3))
-    parts = [int(g) for g in m.group(4, 5, 6, 7, 8)]
+    parts = [int(g) for g in m.group(4, 5, 6, 7, 8, 9)]
     assert 0 < total <= window and sum(parts) == total, out
     assert parts[4] > 0, "messages of this thread count against the window"
 

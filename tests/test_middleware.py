@@ -87,6 +87,18 @@ def test_one_line_gives_memory_tools_core_memory_and_the_app_prompt(embedded, da
     assert out["messages"][-1].content.startswith("weather returned: It is sunny")
 
 
+def test_learned_procedures_are_in_the_middleware_prompt(embedded, data_dir):
+    ctx = Context(user_id="ana", data_dir=data_dir)
+    agent = _agent(embedded, ctx)
+    prompts = Prompts()
+    out = _say(agent, "t1", "From now on, always answer in French.")
+    assert "procedure_update" in [m.name for m in out["messages"] if isinstance(m, ToolMessage)]
+    _say(agent, "t1", "Hello", callbacks=[prompts])
+    system = prompts.system()
+    assert "<procedures>" in system and "always answer in French" in system
+    assert agent.get_state({"configurable": {"thread_id": "t1"}}).values["tokens"]["procedures"] > 0
+
+
 def test_compaction_evicts_to_recall_and_summary_and_answers_from_memory(embedded, data_dir):
     ctx = Context(user_id="ana", data_dir=data_dir, context_window=2500)
     agent = _agent(embedded, ctx)

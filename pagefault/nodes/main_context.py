@@ -70,6 +70,10 @@ def _count_tools(counter: TokenCounter, schemas: list[dict[str, Any]]) -> int:
     return hit[1]
 
 
+#: The parts of the main context, in prompt order, as token accounting and overviews name them.
+SEGMENTS = ("system", "core", "procedures", "summary", "messages", "tools")
+
+
 def render_core(blocks: list[CoreBlock]) -> str:
     parts = ["<core_memory>"]
     for b in blocks:
