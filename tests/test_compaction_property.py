@@ -27,7 +27,9 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
-from pagefault import Context, open_embedded
+from pagefault import Context, PagefaultState, open_embedded
+from pagefault.nodes.main_context import build_main_context
+from pagefault.nodes.wiring import Wiring
 from pagefault.nodes.compact import eviction_units, plan_eviction, protected_from
 from pagefault.tools import MEMORY_TOOLS
 
@@ -295,12 +297,23 @@ turns_st = st.builds(Turn, user=st.integers(1, 150), steps=st.lists(steps_st, ma
 plans_st = st.builds(Plan, window=st.sampled_from([1500, 2000, 2500]),
                      turns=st.lists(turns_st, min_size=1, max_size=4).map(tuple))
 
+def fixed_overhead() -> int:
+    """Tokens of the prompt before any message (instructions and tool schemas). The schemas grow as
+    memory tools do, so the hand-built scenarios below set their windows relative to this."""
+    wiring = Wiring(tools=[lookup])
+    ctx = Context()
+    return build_main_context(PagefaultState(), ctx, wiring.counter(ctx), [], 0, wiring.tool_schemas).tokens["total"]
+
+
+OVERHEAD = fixed_overhead()
+
 #: A plan that overflows even the largest window several times.
 BIG_PLAN = Plan(2500, tuple(
     Turn(user=200, steps=(Step((Call("lookup", 800), Call("insert", 150)), 60), Step((Call("conv", 5),), 0)), answer=150)
     for _ in range(4)))
-#: A plan whose second turn evicts the first turn between its own two tool steps (window 2500).
-MID_TURN_PLAN = Plan(2500, (
+#: A plan whose second turn evicts the first turn between its own two tool steps (it does for windows
+#: of about OVERHEAD + 1,350 to + 2,050 tokens; the middle is taken).
+MID_TURN_PLAN = Plan(OVERHEAD + 1700, (
     Turn(user=150, steps=(Step((Call("lookup", 300),), 0),), answer=150),
     Turn(user=20, steps=(Step((Call("lookup", 600),), 0), Step((Call("lookup", 600),), 0)), answer=10)))
 
@@ -415,7 +428,7 @@ def test_graph_keeps_invalid_tool_calls_with_their_results() -> None:
     result). A later compaction whose cut falls right after that AI message must not leave its
     results behind in the next request.
     """
-    window = 4000
+    window = OVERHEAD + 3000  # compacts exactly once from about OVERHEAD + 2,650 to + 3,450
     model = ScriptedChatModel()
     with tempfile.TemporaryDirectory(prefix="pagefault-prop-", ignore_cleanup_errors=True) as tmp:
         ctx = Context(user_id="inv-user", data_dir=tmp, context_window=window, model="offline")
