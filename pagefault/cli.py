@@ -216,28 +216,23 @@ def main(argv: Iterable[str] | None = None) -> int:
                    help="embedded store directory (default: $PAGEFAULT_DATA_DIR or .pagefault)")
     c.add_argument("--model", default=None, help="model id, e.g. openai:gpt-4o-mini (default: offline)")
     c.add_argument("--trace", action="store_true", help="show page faults as they happen")
-    add_memory_commands(sub)  # export, import, inspect
-    add_history_commands(sub)  # import-history
-    add_ops_commands(sub)  # doctor
-    add_replay_commands(sub)  # replay
-    add_consolidate_commands(sub)  # consolidate
-    add_ingest_commands(sub)  # ingest
+    # Each group of subcommands registers its parsers and names the function that runs them.
+    groups = [(add_memory_commands, MEMORY_COMMANDS, run_memory_command),  # export, import, inspect
+              (add_history_commands, HISTORY_COMMANDS, run_history_command),  # import-history
+              (add_ops_commands, OPS_COMMANDS, run_ops_command),  # doctor
+              (add_replay_commands, REPLAY_COMMANDS, run_replay_command),  # replay
+              (add_consolidate_commands, CONSOLIDATE_COMMANDS, run_consolidate_command),  # consolidate
+              (add_ingest_commands, INGEST_COMMANDS, run_ingest_command)]  # ingest
+    runners = {}
+    for add, names, run in groups:
+        add(sub)
+        runners.update(dict.fromkeys(names, run))
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
         if args.command == "demo":
             run_demo(args.data_dir)
-        elif args.command in HISTORY_COMMANDS:
-            return run_history_command(args)
-        elif args.command in MEMORY_COMMANDS:
-            return run_memory_command(args)
-        elif args.command in OPS_COMMANDS:
-            return run_ops_command(args)
-        elif args.command in REPLAY_COMMANDS:
-            return run_replay_command(args)
-        elif args.command in CONSOLIDATE_COMMANDS:
-            return run_consolidate_command(args)
-        elif args.command in INGEST_COMMANDS:
-            return run_ingest_command(args)
+        elif args.command in runners:
+            return runners[args.command](args)
         else:
             args.thread = args.thread or f"thread-{uuid.uuid4().hex[:8]}"
             run_chat(args)
