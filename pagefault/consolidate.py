@@ -101,6 +101,7 @@ def _content(text: str) -> set[str]:
     return set(query_terms(_fold(text)))
 
 
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _LABELLED = re.compile(r"^([^:\n]{1,40}):\s*(.+)$")
 
 
@@ -254,6 +255,7 @@ class Consolidator:
         tags = [tuple(sorted(k for k, v in h.metadata.items() if k.startswith(TAG_PREFIX) and v)) for h, _ in rows]
         norm = [_norm_text(h.text) for h, _ in rows]
         words = [_content(h.text) for h, _ in rows]
+        numbers = [_NUMBER.findall(h.text) for h, _ in rows]  # "room 4" and "room 5" are different facts
         vecs = np.stack([v for _, v in rows]).astype(np.float32)
         vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
         parent = list(range(len(rows)))
@@ -268,7 +270,7 @@ class Consolidator:
             sims = vecs[start:start + 512] @ vecs.T
             for a, b in zip(*np.nonzero(sims >= self.policy.similarity)):
                 i, j = start + int(a), int(b)
-                if j <= i or tags[i] != tags[j]:
+                if j <= i or tags[i] != tags[j] or numbers[i] != numbers[j]:
                     continue
                 union = words[i] | words[j]
                 jaccard = len(words[i] & words[j]) / len(union) if union else 1.0

@@ -48,16 +48,20 @@ class SleepTime:
 
     def _run(self, archival: ArchivalStore, core: CoreMemory, scope: Scope, policy: ConsolidationPolicy | None,
              judge: Any) -> None:
+        report = None
         try:
             if judge is not None and not hasattr(judge, "shorten"):
                 judge = judge()  # a factory: the model is loaded on the background thread, only when needed
             report = consolidate(archival, scope, core, policy, judge)
         except Exception:  # a background pass must never take the process down
             log.exception("sleep-time consolidation of %s failed", scope.key)
-            return
-        with self._lock:
-            self.reports.append(report)
-            del self.reports[:-100]
+        finally:
+            with self._lock:
+                if report is not None:
+                    self.reports.append(report)
+                    del self.reports[:-100]
+                if self._running.get(scope.key) is threading.current_thread():
+                    del self._running[scope.key]  # a finished pass holds nothing per user
 
     def wait(self, timeout: float | None = None) -> None:
         """Wait for the passes running now (tests, shutdown)."""

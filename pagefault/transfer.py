@@ -28,6 +28,7 @@ from tqdm import tqdm
 from pagefault.embedded import EmbeddedPersistence
 from pagefault.graph.context import Context
 from pagefault.graph.graph import build_graph
+from pagefault.guard import GUARD_VERSION, scan
 from pagefault.stores.archival import record_from_hit
 from pagefault.stores.core import CoreMemory, CoreMemoryError
 from pagefault.stores.procedures import ProceduralMemory, Procedure, ProcedureError
@@ -330,7 +331,8 @@ def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str,
                 IndexedText(id=r.id, text=r.text, scope=scope.key, thread_id=r.provenance.thread_id,
                             created_at=r.provenance.created_at, tags=tuple(r.tags),
                             metadata={**r.metadata, "kind": "archival", "turn": r.provenance.turn,
-                                      "message_id": r.provenance.message_id, "source": r.provenance.source})
+                                      "message_id": r.provenance.message_id, "source": r.provenance.source,
+                                      **_guard_metadata(r)})
                 for r in batch])
             bar.update(len(batch))
 
@@ -340,6 +342,14 @@ def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str,
             _write_thread(graph, persistence, scope, t)
             bar.update()
     return doc
+
+
+def _guard_metadata(r: ArchivalRecordOut) -> dict[str, Any]:
+    """This pagefault's own guard verdict on an imported record. A file may add flags, never remove
+    them: its stored verdict and version stamp are not taken on trust (anyone can write them)."""
+    given = [f for f in str(r.metadata.get("flags", "")).split("|") if f]
+    flags = tuple(dict.fromkeys((*given, *scan(r.text).rules)))
+    return {"flags": "|".join(flags), "flagged": bool(flags), "guard_version": GUARD_VERSION}
 
 
 def _write_thread(graph: Any, persistence: EmbeddedPersistence, scope: Scope, t: ThreadRecord) -> None:

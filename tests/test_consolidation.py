@@ -78,9 +78,12 @@ def test_near_duplicates_without_a_fact_key(data_dir):
     kept = svc.archival.insert(scope, "We met Lea at the harbour cafe on Friday.")
     other = svc.archival.insert(scope, "The harbour cafe closes at nine.")
     tagged = svc.archival.insert(scope, "We met Kai at the harbour cafe, Monday.", tags=["trip"])
+    room4 = svc.archival.insert(scope, "The project review is in meeting room 4 on the second floor of the east wing.")
+    room5 = svc.archival.insert(scope, "The project review is in meeting room 5 on the second floor of the east wing.")
     report = consolidate(svc.archival, scope)
     assert report.merged == 2
-    assert _ids(svc, scope)[0] == {first.id, kept.id, other.id, tagged.id}  # different tags stay apart
+    # different tags stay apart, and so do texts that differ only in a number
+    assert _ids(svc, scope)[0] == {first.id, kept.id, other.id, tagged.id, room4.id, room5.id}
     assert [e["thread_id"] for e in merged_from(svc.archival.index.get([first.id])[0].metadata)] == ["t2", "t3"]
 
 

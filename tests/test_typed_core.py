@@ -37,7 +37,7 @@ def test_edits_are_validated_and_rendered_compactly(embedded):
         core.append("human", "Lives in: Rome")
     with pytest.raises(CoreMemoryError, match="location is already set"):
         core.append("human", "location: Rome")
-    with pytest.raises(CoreMemoryError, match="age: 'forty' is not a integer"):
+    with pytest.raises(CoreMemoryError, match="age: 'forty' is not a valid integer"):
         core.replace("human", "age: 41", "age: forty")
     with pytest.raises(CoreMemoryError, match=r"age: -1 is less than the minimum of 0"):
         core.replace("human", "age: 41", "age: -1")
@@ -64,6 +64,14 @@ def test_a_bad_schema_is_refused(embedded):
         core.set_block("human", "", schema={"type": "object", "properties": {"a": {"type": "nonsense"}}})
     with pytest.raises(CoreMemoryError, match="does not fit"):
         core.set_block("human", "location: Oslo", schema=HUMAN)  # name is required
+    with pytest.raises(CoreMemoryError, match="each property needs a schema object"):
+        core.set_block("human", "", schema={"type": "object", "properties": {"a": True}})
+    scored = {"type": "object", "properties": {"score": {"type": "number"}}}
+    core.set_block("stats", "score: 2.5", schema=scored)
+    for bad in ("1e999", "nan", "-inf"):  # would be stored, then never parse again
+        with pytest.raises(CoreMemoryError, match="is not a valid number"):
+            core.replace("stats", "2.5", bad)
+    assert core.get("stats").value == "score: 2.5"
 
 
 def test_the_model_edits_a_typed_block_through_the_tools(embedded, data_dir):

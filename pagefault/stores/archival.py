@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 
 from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
-from pagefault.locks import LocalLocks, locks_for
+from pagefault.locks import LocalLocks, LockTimeout, locks_for
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
@@ -115,7 +115,8 @@ def fact_lock(index: HybridIndex, scope: Scope, key: str) -> Iterator[None]:
         with locks_for(url).hold(*name):
             yield
         return
-    _local_locks.acquire(name, 60.0)
+    if not _local_locks.acquire(name, 60.0):
+        raise LockTimeout(f"fact {key!r} is being rewritten by another run of this process (waited 60 s)")
     try:
         yield
     finally:

@@ -36,6 +36,9 @@ def check_schema(schema: object) -> dict[str, Any]:
     """A usable block schema: a valid JSON schema of ``type: object`` with ``properties``."""
     if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
         raise TypedBlockError('a block schema must be a JSON schema with "type": "object" and "properties"')
+    bad = [k for k, v in schema["properties"].items() if not isinstance(v, dict)]
+    if bad:
+        raise TypedBlockError(f"each property needs a schema object (like {{\"type\": \"string\"}}); not {bad[0]!r}")
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
@@ -91,9 +94,12 @@ def _coerce(field: str, prop: dict[str, Any], text: str) -> Any:
         if kind == "integer":
             return int(text)
         if kind == "number":
-            return float(text) if any(c in text for c in ".eE") else int(text)
+            number = float(text) if any(c in text for c in ".eE") else int(text)
+            if number != number or number in (float("inf"), float("-inf")):
+                raise ValueError(text)
+            return number
     except ValueError:
-        raise TypedBlockError(f"{field}: {text!r} is not a {kind}")
+        raise TypedBlockError(f"{field}: {text!r} is not a valid {kind}")
     if kind == "boolean":
         low = text.lower()
         if low in ("true", "yes"):
