@@ -181,3 +181,16 @@ def test_a_retried_insert_repairs_a_record_left_in_bm25_only(engines):
     assert svc.archival.index.collection.get(ids=[rid], include=["documents"])["documents"] == [text]
     assert svc.archival.index.lexical.ids(scope.key) == {rid} and svc.archival.count(scope) == 1
     assert [r.id for r, _ in svc.archival.search(scope, "ferry ticket FX-20931", 3)] == [rid]
+
+
+def test_with_a_local_bm25_file_records_other_hosts_wrote_are_still_found(engines, tmp_path):
+    """Chroma server, no database URL: each host has its own BM25 file, so one host's file lacks what
+    another wrote. The dense side must then ask Chroma itself, not filter through the local file."""
+    scope = Scope("srv-hosts")
+    host_a = MemoryServices.open(str(tmp_path / "a"), chroma_url=engines["chroma"], database_url="")
+    host_b = MemoryServices.open(str(tmp_path / "b"), chroma_url=engines["chroma"], database_url="")
+    assert not host_b.archival.index.shadow_is_complete
+    rec = host_a.archival.insert(scope, "Dora's bicycle is locked at the station on platform two.")
+    assert host_b.archival.count(scope) == 0  # b's BM25 file never saw it
+    hits = host_b.archival.search(scope, "where is Dora's bicycle", 3)
+    assert rec.id in [r.id for r, _ in hits]

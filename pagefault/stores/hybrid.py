@@ -118,10 +118,14 @@ def lexical_doc(id_: str, text: str, meta: Mapping[str, Any]) -> LexicalDoc:
 class HybridIndex:
     """A Chroma collection plus its BM25 shadow; Chroma is written first and is authoritative."""
 
-    def __init__(self, collection: Any, lexical: LexicalIndex, embeddings: OfflineEmbeddings) -> None:
+    def __init__(self, collection: Any, lexical: LexicalIndex, embeddings: OfflineEmbeddings, *,
+                 shadow_is_complete: bool = True) -> None:
         self.collection = collection
         self.lexical = lexical
         self.embeddings = embeddings
+        #: False when other hosts may write the collection past this shadow (a Chroma server with a
+        #: BM25 file beside this process): the dense side must not filter through the shadow then.
+        self.shadow_is_complete = shadow_is_complete
 
     def upsert(self, items: Sequence[IndexedText], vectors: np.ndarray | None = None) -> np.ndarray:
         """Write items (embedding them unless ``vectors`` are given); returns the vectors written."""
@@ -225,9 +229,9 @@ class HybridIndex:
         ``OVERFETCH * n`` nearest of all, kept when the BM25 shadow says they pass. Exact whenever ``n``
         pass (a passing record nearer than the last kept is among them) or the collection holds fewer
         than were asked for; otherwise None, and the caller runs the filtered query."""
-        matching = getattr(self.lexical, "matching", None)
+        matching = getattr(self.lexical, "matching", None) if self.shadow_is_complete else None
         if matching is None or (validity is not None and validity.as_of is not None):
-            return None  # no local shadow to filter with, or a point-in-time filter: Chroma's own filter
+            return None  # no (complete) local shadow to filter with, or a point-in-time filter: Chroma's own
         want = OVERFETCH * n
         got = self.collection.query(query_embeddings=query_vector.reshape(1, -1), n_results=want,
                                     include=["distances"])

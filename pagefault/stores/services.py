@@ -68,7 +68,8 @@ class MemoryServices:
 
                     col = backends.server_collection(client, server, kind, make) if server else make(client)
                     lexical = PostgresLexicalIndex(shared, kind) if shared else LexicalIndex(index_path, kind)
-                    return HybridIndex(col, lexical, emb)
+                    # A Chroma server with the BM25 file here: other hosts may write what this file lacks.
+                    return HybridIndex(col, lexical, emb, shadow_is_complete=not (server and not shared))
 
                 recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
                 _open[key] = cls(path, emb, ArchivalStore(hybrid("archival")), recall, client, server, shared)
