@@ -141,3 +141,19 @@ def test_a_changed_fact_told_to_the_graph_supersedes_the_old_one(data_dir):
     with open_embedded(data_dir) as p:
         assert CoreMemory(p.store, Scope("ana")).get("human").value == "Lives in: Berlin"
     assert texts == [("I live in Paris.", False), ("I moved to Berlin.", True)]
+
+
+def test_a_value_that_came_back_is_not_stored_again_on_every_restatement(data_dir):
+    """Paris, then London, then Paris again: one current Paris record, however often it is restated."""
+    svc = MemoryServices.open(data_dir)
+    scope = Scope("ines")
+    t0 = D("2024-01-01")
+    first = svc.archival.insert(scope, "Ines's city is Paris.", valid_from=t0)
+    svc.archival.insert(scope, "Ines's city is London.", valid_from=t0 + 86_400)
+    back = svc.archival.insert(scope, "Ines's city is Paris.", valid_from=t0 + 2 * 86_400)
+    assert back.id != first.id and back.validity.current
+    again = svc.archival.insert(scope, "Ines's city is Paris.", valid_from=t0 + 3 * 86_400)
+    assert again.id == back.id
+    timeline = svc.archival.timeline(scope, back.fact_key)
+    assert [(r.text, r.validity.current) for r in timeline] == [
+        ("Ines's city is Paris.", False), ("Ines's city is London.", False), ("Ines's city is Paris.", True)]

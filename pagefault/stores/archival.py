@@ -166,7 +166,12 @@ class ArchivalStore:
             v = record.validity
             if v is None or v.current or not fact or since < v.valid_to:
                 return record
-            # The same words again, after the fact had changed: the old value holds once more.
+            # The same words again, after the fact had changed. If that value is already back (an
+            # earlier restatement), this is that record again; else the old value holds once more.
+            for hit, _ in self.index.find(scope.key, extra={"fact_key": fact.key}):
+                back = record_from_hit(hit)
+                if back.validity is not None and back.validity.current and hit.metadata.get("fact_value") == fact.value:
+                    return back
             rid = archival_id(scope, f"{text}\x00since {since!r}")
             again = self.index.get([rid])
             if again:
