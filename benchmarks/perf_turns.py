@@ -27,6 +27,7 @@ import argparse
 import gc
 import os
 import random
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -328,13 +329,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=10_000)
     ap.add_argument("--passages", type=int, default=100_000)
     ap.add_argument("--ingest-tokens", type=int, default=1_000_000, help="0 skips the ingestion measurement")
-    ap.add_argument("--systems", default="pagefault,bare,create_agent")
+    ap.add_argument("--systems", default="pagefault,bare,create_agent", help="'' for ingestion only")
     ap.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     raw = argv if argv is not None else sys.argv[1:]
-    cmd = " ".join(["python benchmarks/perf_turns.py", *raw])
+    cmd = "python benchmarks/perf_turns.py" + "".join(" " + shlex.quote(a) for a in raw)
     lines = script(args.turns)
     early, late = ranges(args.turns)
     marks = {early.start, early.stop, late.start}
@@ -354,14 +355,18 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append(fn(work, lines, marks, progress))
                 print(f"{name} done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
-        body = "## Per-turn cost and storage growth\n\n" + turns_table(runs, info, early, late, args.turns, args.passages, cmd)
-        print(body)
+        body = ""  # no systems (--systems ''): ingestion only
+        if runs:
+            body = "## Per-turn cost and storage growth\n\n" + turns_table(runs, info, early, late, args.turns,
+                                                                            args.passages, cmd)
+            print(body)
         if args.ingest_tokens:
             ing = run_ingest(work, args.ingest_tokens)
             ingest_body = "## Ingestion throughput\n\n" + ingest_table(ing, cmd)
             print(ingest_body)
         if not args.no_write:
-            write_section(Path(args.results), NAME, body)
+            if body:
+                write_section(Path(args.results), NAME, body)
             if args.ingest_tokens:
                 write_section(Path(args.results), INGEST_NAME, ingest_body)
     finally:

@@ -2,11 +2,11 @@
 window is split into passages that the agent pages in with ``archival_memory_search``.
 
 Passages are cut on paragraph boundaries (a paragraph longer than a passage is cut on sentences,
-then hard). Each passage is an ordinary archival record written through ``ArchivalStore.insert``
+then hard). Each passage is an ordinary archival record written through ``ArchivalStore.insert_many``
 (so the poisoning guard and secret redaction apply), with provenance ``source="document"``,
 ``message_id="<name>#p<i>"`` and ``offset`` (the character offset in the text where the passage
-starts). Passages are embedded in batches, one batch ahead of the inserts, which reuse those
-vectors instead of running the model once per passage.
+starts). Passages are embedded in batches, one batch ahead of the writes, which reuse those vectors;
+each batch is written with one read and one write of the stores instead of one per passage.
 """
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def ingest_document(
             ahead.result()  # type: ignore[union-attr]
             if b + 1 < len(batches):
                 ahead = pool.submit(embed, [p for _, p in batches[b + 1]])
-            for i, (offset, passage) in enumerate(batch, b * _BATCH):
-                prov = Provenance(source="document", message_id=f"{name}#p{i}", offset=offset)
-                records.append(archival.insert(scope, passage, tags, prov))
-                bar.update()
+            records += archival.insert_many(scope, [
+                (passage, Provenance(source="document", message_id=f"{name}#p{i}", offset=offset))
+                for i, (offset, passage) in enumerate(batch, b * _BATCH)], tags)
+            bar.update(len(batch))
     return records

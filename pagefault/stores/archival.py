@@ -24,7 +24,7 @@ from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, l
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.valid import check_unicode
-from pagefault.stores.validity import ALL, CURRENT, Stamped, Validity, as_of as true_at, parse_fact, timeline
+from pagefault.stores.validity import ALL, CURRENT, Fact, Stamped, Validity, as_of as true_at, parse_fact, timeline
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
@@ -123,6 +123,18 @@ def fact_lock(index: HybridIndex, scope: Scope, key: str) -> Iterator[None]:
         _local_locks.release(name)
 
 
+@dataclass(frozen=True)
+class _Pending:
+    """A text checked and judged, ready to be written (see ``ArchivalStore._prepare``)."""
+
+    text: str
+    tags: tuple[str, ...]
+    prov: Provenance
+    fact: Fact | None
+    since: float
+    rid: str
+
+
 class ArchivalStore:
     """Insert and hybrid-search archival records of one or many scopes."""
 
@@ -139,6 +151,40 @@ class ArchivalStore:
         ("As of 2024-05-03, ..."), else the provenance time. A fact that contradicts a stored one
         about the same subject and attribute supersedes it (or, if it is older, is superseded by it).
         """
+        return self._insert(scope, self._prepare(scope, text, tags, provenance, redact_secrets, valid_from))
+
+    def insert_many(
+        self, scope: Scope, entries: Sequence[tuple[str, Provenance | None]], tags: Sequence[str] = (),
+        *, redact_secrets: bool = True,
+    ) -> list[ArchivalRecord]:
+        """``insert`` for many texts (a document's passages), with the same results, in order. Every
+        entry is checked before any is written. Those that state no fact take one read and one write
+        for the lot (each write of the stores waits on disk syncs); facts go one by one, as their
+        timelines must be settled."""
+        prepared = [self._prepare(scope, text, tags, prov, redact_secrets, None) for text, prov in entries]
+        plain = [p for p in prepared if p.fact is None]
+        found = {h.id: h for h in self.index.get(list(dict.fromkeys(p.rid for p in plain)))}
+        new: dict[str, tuple[IndexedText, ArchivalRecord]] = {}
+        for p in plain:
+            if p.rid not in found and p.rid not in new:
+                new[p.rid] = self._new_record(scope, p, p.rid)
+        self.index.upsert([item for item, _ in new.values()])
+        out, written = [], set()
+        for p in prepared:
+            if p.fact is not None:
+                out.append(self._insert(scope, p))
+            elif p.rid in found:
+                record = record_from_hit(found[p.rid])
+                self._repair_lexical(found[p.rid], record)
+                out.append(record)
+            else:  # the same passage twice in one batch is stored once, as one by one would
+                out.append(new[p.rid][1] if p.rid not in written else replace(new[p.rid][1], created=False))
+                written.add(p.rid)
+        return out
+
+    def _prepare(self, scope: Scope, text: object, tags: Sequence[str], provenance: object, redact_secrets: bool,
+                 valid_from: float | None) -> _Pending:
+        """Check one text, redact it, let the guard judge it and read the fact it states, if any."""
         if valid_from is not None and (isinstance(valid_from, bool) or not isinstance(valid_from, (int, float))
                                        or valid_from != valid_from or abs(valid_from) > 1e11):
             raise ValueError(f"valid_from must be epoch seconds, got {valid_from!r}")
@@ -158,7 +204,20 @@ class ArchivalStore:
         fact = parse_fact(text)
         since = valid_from if valid_from is not None else (fact.since if fact and fact.since is not None
                                                             else prov.created_at)
-        rid = archival_id(scope, text)
+        return _Pending(text, tags, prov, fact, float(since), archival_id(scope, text))
+
+    def _new_record(self, scope: Scope, p: _Pending, rid: str) -> tuple[IndexedText, ArchivalRecord]:
+        validity = Validity(valid_from=p.since, recorded_at=time.time())
+        item = IndexedText(
+            id=rid, text=p.text, scope=scope.key, thread_id=p.prov.thread_id, created_at=p.prov.created_at,
+            tags=p.tags, metadata={"kind": "archival", **p.prov.metadata(), "guard_version": GUARD_VERSION,
+                                   **validity.metadata(), **(p.fact.metadata() if p.fact else {})},
+        )
+        return item, ArchivalRecord(rid, p.text, p.tags, p.prov, created=True, validity=validity,
+                                    fact_key=p.fact.key if p.fact else "", guard_version=GUARD_VERSION)
+
+    def _insert(self, scope: Scope, p: _Pending) -> ArchivalRecord:
+        fact, since, rid = p.fact, p.since, p.rid
         existing = self.index.get([rid])
         if existing:
             record = record_from_hit(existing[0])
@@ -172,25 +231,18 @@ class ArchivalStore:
                 back = record_from_hit(hit)
                 if back.validity is not None and back.validity.current and hit.metadata.get("fact_value") == fact.value:
                     return back
-            rid = archival_id(scope, f"{text}\x00since {since!r}")
+            rid = archival_id(scope, f"{p.text}\x00since {since!r}")
             again = self.index.get([rid])
             if again:
                 return record_from_hit(again[0])
-        validity = Validity(valid_from=float(since), recorded_at=time.time())
-        item = IndexedText(
-            id=rid, text=text, scope=scope.key, thread_id=prov.thread_id, created_at=prov.created_at,
-            tags=tags, metadata={"kind": "archival", **prov.metadata(), "guard_version": GUARD_VERSION,
-                                 **validity.metadata(),
-                                 **(fact.metadata() if fact else {})},
-        )
+        item, record = self._new_record(scope, p, rid)
         if fact is None:
             self.index.upsert([item])
-            return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, guard_version=GUARD_VERSION)
+            return record
         with fact_lock(self.index, scope, fact.key):
             self.index.upsert([item])  # written first: a crash before the restamp leaves two current records,
-            validity = self.settle(scope, fact.key).get(rid, validity)  # which consolidation settles
-        return ArchivalRecord(rid, text, tags, prov, created=True, validity=validity, fact_key=fact.key,
-                              guard_version=GUARD_VERSION)
+            validity = self.settle(scope, fact.key).get(rid, record.validity)  # which consolidation settles
+        return replace(record, validity=validity)
 
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
         """Every record of one fact key (current and superseded), oldest event time first."""
