@@ -121,3 +121,17 @@ def test_readme_four_kinds_of_memory_example_runs(tmp_path, monkeypatch):
     assert ns["rules"] == ["Always answer in French."]
     assert ns["episode"].messages[-1].content == "As of 2024-01-10, I live in Lisbon."
     assert ns["now"] == "As of 2024-05-03, I moved to Berlin." and ns["then"] == "As of 2024-01-10, I live in Lisbon."
+
+
+def test_restore_keeps_the_cap_and_is_idempotent(embedded):
+    """Import puts procedures back as they were, but never past the cap every prompt relies on."""
+    from pagefault.stores.procedures import MAX_PROCEDURES, Procedure
+
+    mem = ProceduralMemory(embedded.store, Scope("cap"))
+    for i in range(MAX_PROCEDURES):
+        mem.restore(Procedure(f"proc-{i:012d}", f"Rule number {i}.", "rule", float(i)))
+    mem.restore(Procedure("proc-000000000000", "Rule number 0, reworded.", "rule", 0.0))  # already there: replaced
+    assert len(mem.list()) == MAX_PROCEDURES and mem.get("proc-000000000000").text == "Rule number 0, reworded."
+    with pytest.raises(ProcedureError, match=f"already {MAX_PROCEDURES} procedures"):
+        mem.restore(Procedure("proc-overflow0000", "One rule too many.", "rule", 99.0))
+    assert len(mem.list()) == MAX_PROCEDURES

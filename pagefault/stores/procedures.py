@@ -127,6 +127,10 @@ class ProceduralMemory:
             raise ProcedureError(f"a procedure needs an id like proc-… and a kind in {', '.join(KINDS)}")
         proc = Procedure(proc.id, text, proc.kind, proc.created_at, proc.log)
         with edit_lock(self.store, *self.namespace, "all"):
+            if (self.store.get(self.namespace, proc.id) is None
+                    and len(self.store.search(self.namespace, limit=MAX_PROCEDURES + 1)) >= MAX_PROCEDURES):
+                raise ProcedureError(f"already {MAX_PROCEDURES} procedures (all are in every prompt); "
+                                     f"{proc.id} cannot be added")
             self.store.put(self.namespace, proc.id, proc.to_store(), index=False)
         return proc
 
