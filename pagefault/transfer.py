@@ -146,6 +146,7 @@ def _scope_rows(index: HybridIndex, scope: Scope, include: list[str]) -> Iterato
 
 def scope_threads(services: MemoryServices, scope: Scope) -> list[str]:
     """The threads a user has talked on, from the recall index (checkpoints do not record the user)."""
+    services.recall.writer.flush()
     return sorted({m.get("thread_id", "") for _, _, m in _scope_rows(services.recall.index, scope, ["metadatas"])} - {""})
 
 

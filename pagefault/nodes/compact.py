@@ -140,6 +140,11 @@ class CompactionPlan:
     tokens: int
     """The main context's total after the plan, before the summary grows."""
 
+    @property
+    def reach(self) -> int:
+        """Messages of the window, from its start, that the plan evicts or cuts."""
+        return max([self.evict, *[self.evict + i + 1 for i in self.cut]])
+
 
 def plan_compaction(messages: Sequence[BaseMessage], costs: Sequence[int], total: int, ctx: Context,
                     counter: TokenCounter, where: Callable[[int], str]) -> CompactionPlan:
@@ -168,7 +173,6 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def compact(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = context_of(runtime)
         svc = services(ctx)
-        indexed = sync_recall(state, config, svc.recall, scope_of(ctx))  # evicted turns must be findable
         counter = wiring.counter(ctx)
         before = measure(state, runtime, wiring)
         messages = list(state.messages)
@@ -177,6 +181,9 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
                                lambda i: f"thread {thread_id(config)} turn {state.evicted_count + i}")
         evicted = messages[:plan.evict]
         replaced = list(plan.cut.values())
+        # Evicted (and truncated) turns must be findable before they leave the window.
+        indexed = sync_recall(state, config, svc.recall, scope_of(ctx),
+                              evicting_below=state.evicted_count + plan.reach)
         if not evicted and not replaced:
             return {"recall_indexed": indexed}
         summary = summarize(wiring.chat_model(ctx), ctx, state.summary, evicted, counter, config) if evicted else state.summary

@@ -22,9 +22,11 @@ import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from pagefault.guard import GUARD_VERSION, scan
+from pagefault.embeddings import background_embedding
 from pagefault.redact import redact
 from pagefault.stores.archival import check_search
 from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
+from pagefault.stores.recall_writer import RecallWriter
 from pagefault.stores.scope import Scope
 from pagefault.stores.valid import check_unicode, repaired
 from pagefault.tokens import message_text
@@ -126,6 +128,11 @@ class RecallIndex:
     def __init__(self, index: HybridIndex, units: HybridIndex) -> None:
         self.index = index  # one entry per turn
         self.units = units  # the same ids, text = previous + this + next turn of the thread
+        # Turns are indexed off the turn path (see ``recall_writer``); reads below wait for it.
+        self.writer = RecallWriter(
+            lambda scope, thread, entries, cps: self.add(scope, thread, entries, "", checkpoints=cps),
+            background=background_embedding,
+        )
 
     def add(
         self,
@@ -134,8 +141,11 @@ class RecallIndex:
         entries: Iterable[tuple[int, BaseMessage]],
         checkpoint_id: str,
         created_at: float | None = None,
+        *,
+        checkpoints: dict[int, str] | None = None,
     ) -> int:
-        """Index (turn, message) pairs that live in ``checkpoint_id``; idempotent."""
+        """Index (turn, message) pairs that live in ``checkpoint_id`` (or, per turn, in
+        ``checkpoints``); idempotent."""
         if not isinstance(scope, Scope) or not isinstance(thread_id, str) or not isinstance(checkpoint_id, str):
             raise ValueError("scope must be a Scope, thread_id and checkpoint_id strings")
         check_unicode(thread_id, "thread_id")
@@ -155,7 +165,7 @@ class RecallIndex:
                 id=recall_id(scope, thread_id, turn), text=text, scope=scope.key,
                 thread_id=thread_id, created_at=float(meta.get("timestamp", now)),
                 metadata={"kind": "recall", "turn": turn, "role": msg.type, "message_id": msg.id or "",
-                          "checkpoint_id": checkpoint_id or "", "external_id": str(meta.get("external_id", "")),
+                          "checkpoint_id": (checkpoints or {}).get(turn, checkpoint_id) or "", "external_id": str(meta.get("external_id", "")),
                           **guard_stamp(text)},
             ))
         vectors = self.index.upsert(items)
@@ -197,6 +207,7 @@ class RecallIndex:
         start: float | None = None, end: float | None = None,
     ) -> list[RecallHit]:
         check_search(query, top_k, start, end, thread_id)
+        self.writer.flush()
         qvec = self.index.embeddings.embed_array([query])[0]
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)
@@ -229,6 +240,7 @@ class RecallIndex:
         return out
 
     def count(self, scope: Scope) -> int:
+        self.writer.flush()
         return self.index.count(scope.key)
 
     def rebuild(self, checkpointer: Any, scope: Scope, thread_id: str) -> int:

@@ -1,0 +1,185 @@
+"""Write-behind for the recall index: turns are indexed off the turn path.
+
+Indexing a turn (embedding its messages, two Chroma writes, two BM25 writes) cost more than the
+rest of a turn together. Nothing needs it at once: the messages are in the checkpoint and in the
+window, where the model already sees them. So the turn hands them to one background thread per
+process and goes on. What keeps this safe:
+
+- Reads wait: every recall search or count in this process first waits for the queue to drain,
+  so what was said is findable as soon as it could be searched.
+- Eviction waits: compaction indexes synchronously what is not confirmed before it evicts.
+- The checkpoint only advances ``recall_indexed`` over turns the writer has *confirmed*
+  (same turn, same message id), so a crash with jobs queued re-indexes them from the checkpoint
+  (recall ids are deterministic; re-indexing is idempotent).
+- A failed job (a store down) is logged and left unconfirmed; the next sync retries it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from langchain_core.messages import BaseMessage
+
+from pagefault.stores.scope import Scope
+
+log = logging.getLogger(__name__)
+
+#: Threads whose submitted/confirmed turns are remembered (least recently used dropped first).
+MAX_THREADS = 1024
+#: Turns remembered per thread, beyond the lowest one still unconfirmed.
+MAX_TURNS = 4096
+
+Entry = tuple[int, BaseMessage]
+AddFn = Callable[[Scope, str, Sequence[Entry], dict[int, str]], int]
+
+
+def message_key(message: BaseMessage) -> str:
+    """What tells two messages at the same turn apart (a forked thread reuses turn numbers)."""
+    return message.id or f"{message.type}:{hash(str(message.content))}"
+
+
+@dataclass
+class _Job:
+    scope: Scope
+    thread_id: str
+    entries: list[Entry]
+    checkpoints: dict[int, str]
+
+
+class RecallWriter:
+    """One background thread that indexes submitted turns in order, merging what queued up."""
+
+    def __init__(self, add: AddFn, *, background: Callable[[], object] | None = None) -> None:
+        self._add = add
+        self._background = background  # entered in the worker thread (e.g. a low-priority embedding session)
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._busy = False
+        self._thread: threading.Thread | None = None
+        self._submitted: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
+        self._done: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
+        self.failures = 0
+
+    # -- the turn's side ------------------------------------------------------------------
+    def submit(self, scope: Scope, thread_id: str, entries: Sequence[Entry], checkpoint_id: str) -> int:
+        """Queue the entries not already queued or indexed; returns how many were queued."""
+        key = (scope.key, thread_id)
+        with self._cond:
+            sent = self._thread_map(self._submitted, key)
+            new = [(t, m) for t, m in entries if sent.get(t) != message_key(m)]
+            if not new:
+                return 0
+            for t, m in new:
+                sent[t] = message_key(m)
+            self._queue.append(_Job(scope, thread_id, new, {t: checkpoint_id for t, _ in new}))
+            self._start()
+            self._cond.notify_all()
+        return len(new)
+
+    def confirmed_through(self, scope: Scope, thread_id: str, start: int, entries: Sequence[Entry]) -> int:
+        """The highest ``n`` such that every entry from ``start`` below ``n`` is indexed (checked by id)."""
+        key = (scope.key, thread_id)
+        n = start
+        with self._cond:
+            done = self._done.get(key, {})
+            for t, m in sorted(entries, key=lambda e: e[0]):
+                if t < n:
+                    continue
+                if t != n or done.get(t) != message_key(m):
+                    break
+                n = t + 1
+            for table in (self._done, self._submitted):  # forget what the checkpoint now records
+                seen = table.get(key)
+                if seen and len(seen) > MAX_TURNS:
+                    for t in [t for t in seen if t < n]:
+                        del seen[t]
+        return n
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything queued so far is indexed (or failed); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+
+    @property
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue) + int(self._busy)
+
+    # -- the worker -----------------------------------------------------------------------
+    def _thread_map(self, table: OrderedDict[tuple[str, str], dict[int, str]], key: tuple[str, str]) -> dict[int, str]:
+        seen = table.setdefault(key, {})
+        table.move_to_end(key)
+        while len(table) > MAX_THREADS:
+            table.popitem(last=False)
+        return seen
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name="pagefault-recall-writer", daemon=True)
+            self._thread.start()
+            _writers.add(self)
+
+    def _take(self) -> list[_Job]:
+        """Every queued job, consecutive jobs of one thread merged into one (later turns win)."""
+        merged: list[_Job] = []
+        while self._queue:
+            job = self._queue.popleft()
+            last = merged[-1] if merged else None
+            if last and (last.scope.key, last.thread_id) == (job.scope.key, job.thread_id):
+                turns = {t: m for t, m in last.entries}
+                turns.update(dict(job.entries))
+                last.entries = sorted(turns.items(), key=lambda e: e[0])
+                last.checkpoints.update(job.checkpoints)
+            else:
+                merged.append(job)
+        return merged
+
+    def _run(self) -> None:
+        if self._background:
+            self._background()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._queue))
+                jobs = self._take()
+                self._busy = True
+            try:
+                for job in jobs:
+                    self._index(job)
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _index(self, job: _Job) -> None:
+        key = (job.scope.key, job.thread_id)
+        try:
+            self._add(job.scope, job.thread_id, job.entries, job.checkpoints)
+        except Exception as exc:  # a store down: leave the turns unconfirmed; the next sync retries them
+            self.failures += 1
+            log.warning("recall indexing of thread %r failed, will retry: %s", job.thread_id, exc)
+            with self._cond:
+                sent = self._submitted.get(key, {})
+                for t, m in job.entries:
+                    if sent.get(t) == message_key(m):
+                        del sent[t]
+            return
+        with self._cond:
+            done = self._thread_map(self._done, key)
+            for t, m in job.entries:
+                done[t] = message_key(m)
+
+
+_writers: "weakref.WeakSet[RecallWriter]" = weakref.WeakSet()
+
+
+@atexit.register
+def _drain() -> None:
+    """On a normal exit, finish what is queued (a crash is covered by ``recall_indexed``)."""
+    for writer in list(_writers):
+        writer.flush(timeout=30)

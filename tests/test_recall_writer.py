@@ -1,0 +1,99 @@
+"""Recall is indexed behind the turn (``pagefault.stores.recall_writer``) without losing anything:
+reads wait for it, eviction waits for it, a failed job is retried, a forked thread is re-indexed, and
+``recall_indexed`` only ever counts turns the writer confirmed."""
+
+from __future__ import annotations
+
+import threading
+
+from langchain_core.messages import AIMessage, HumanMessage
+
+from pagefault import Context, MemoryServices, Scope
+from pagefault.graph.state import PagefaultState
+from pagefault.nodes.recall_sync import sync_recall
+from pagefault.stores.recall import recall_id
+
+CONFIG = {"configurable": {"thread_id": "t1", "checkpoint_id": "cp-1"}}
+
+
+def _state(*texts: str, evicted: int = 0, indexed: int = 0, ids: str = "m") -> PagefaultState:
+    messages = [HumanMessage(t, id=f"{ids}{evicted + i}") if i % 2 == 0 else AIMessage(t, id=f"{ids}{evicted + i}")
+                for i, t in enumerate(texts)]
+    return PagefaultState(messages=messages, evicted_count=evicted, recall_indexed=indexed)
+
+
+def _stored(svc, scope, turn):
+    got = svc.recall.index.collection.get(ids=[recall_id(scope, "t1", turn)], include=["documents"])
+    return got["documents"][0] if got["documents"] else None
+
+
+def test_a_search_right_after_the_turn_finds_it(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    state = _state("My sister Lucia studies octopuses in Valencia.", "Noted.")
+    sync_recall(state, CONFIG, svc.recall, scope)  # queued, not awaited
+    hits = svc.recall.search(scope, "Lucia octopuses", 3)
+    assert [h.turn for h in hits][:1] == [0]
+    assert svc.recall.count(scope) == 2
+
+
+def test_recall_indexed_counts_only_confirmed_turns(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    gate = threading.Event()
+    add = svc.recall.writer._add
+    svc.recall.writer._add = lambda *a: (gate.wait(30), add(*a))[1]  # hold the writer mid-job
+    try:
+        state = _state("one", "two", "three")
+        assert sync_recall(state, CONFIG, svc.recall, scope) == 0, "nothing is confirmed while the job runs"
+        gate.set()
+        svc.recall.writer.flush()
+        assert sync_recall(state, CONFIG, svc.recall, scope) == 3
+    finally:
+        svc.recall.writer._add = add
+
+
+def test_eviction_indexes_what_the_writer_could_not(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    add = svc.recall.writer._add
+
+    def down(*a):
+        raise ConnectionError("store down")
+
+    svc.recall.writer._add = down
+    try:
+        state = _state("The boat is called Gaviota.", "Nice name.", "It is moored in Denia.")
+        assert sync_recall(state, CONFIG, svc.recall, scope) == 0
+        svc.recall.writer.flush()
+        assert svc.recall.writer.failures == 1 and _stored(svc, scope, 0) is None
+        # Compaction is about to evict turns 0-1: they are indexed before sync returns.
+        assert sync_recall(state, CONFIG, svc.recall, scope, evicting_below=2) == 3
+        assert _stored(svc, scope, 0) == "user: The boat is called Gaviota."
+    finally:
+        svc.recall.writer._add = add
+    # The failed turns were un-queued, so the writer takes them again next time.
+    assert svc.recall.writer.submit(scope, "t1", list(enumerate(state.messages)), "cp-2") == 3
+
+
+def test_a_forked_thread_is_indexed_again(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    sync_recall(_state("I adopted a cat.", "Congratulations!"), CONFIG, svc.recall, scope)
+    svc.recall.writer.flush()
+    forked = _state("I adopted a dog.", "Congratulations!", ids="fork")  # same turns, other messages
+    assert sync_recall(forked, CONFIG, svc.recall, scope) <= 2
+    svc.recall.writer.flush()
+    assert _stored(svc, scope, 0) == "user: I adopted a dog."
+    assert sync_recall(forked, CONFIG, svc.recall, scope) == 2
+
+
+def test_the_graph_leaves_no_turn_unfindable(embedded, data_dir, say):
+    """Through the graph with a small window: every turn the compactions evicted is in recall."""
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=1_536, model="offline")
+    graph = embedded.graph()
+    for i in range(30):
+        say(graph, ctx, "w", f"Note {i}: the blue kayak number {i} is stored in shed {i}.")
+    values = graph.get_state({"configurable": {"thread_id": "w"}}).values
+    assert values["compactions"] >= 1
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    got = svc.recall.index.collection.get(
+        ids=[recall_id(scope, "w", t) for t in range(values["evicted_count"])], include=[])
+    assert len(got["ids"]) == values["evicted_count"], "an evicted turn is missing from recall"
+    assert values["recall_indexed"] >= values["evicted_count"]
