@@ -157,3 +157,42 @@ def test_a_value_that_came_back_is_not_stored_again_on_every_restatement(data_di
     timeline = svc.archival.timeline(scope, back.fact_key)
     assert [(r.text, r.validity.current) for r in timeline] == [
         ("Ines's city is Paris.", False), ("Ines's city is London.", False), ("Ines's city is Paris.", True)]
+
+
+def test_a_new_value_reads_only_the_records_it_can_change(data_dir):
+    """A fact restated at every turn: each new value reads the open record, not the whole history."""
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    for i, city in enumerate(["Paris", "Berlin", "Lyon", "Rome", "Oslo", "Quito"]):
+        svc.archival.insert(scope, f"As of 2024-0{i + 1}-01, Ana's city is {city}.")
+    lexical = svc.archival.index.lexical
+    assert len(lexical.fact_records(scope.key, "ana|city", D("2024-07-01"))) == 1, "only the open record"
+    assert len(lexical.fact_records(scope.key, "ana|city", D("2024-03-15"))) == 4, "Lyon (open then) and later ones"
+    quito = [r for r in svc.archival.timeline(scope, "ana|city") if r.validity.current]
+    assert [r.text for r in quito] == ["As of 2024-06-01, Ana's city is Quito."]
+    late = svc.archival.insert(scope, "As of 2024-03-20, Ana's city is Cusco.")  # slots into March
+    assert [(r.text.split()[-1], r.validity.superseded_by == late.id) for r in svc.archival.timeline(scope, "ana|city")
+            ][2:5] == [("Lyon.", True), ("Cusco.", False), ("Rome.", False)]
+
+
+def test_a_bm25_file_from_before_fact_keys_is_filled_once(data_dir):
+    import sqlite3
+
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    old = svc.archival.insert(scope, "As of 2024-01-10, Ana's city is Paris.")
+    path = f"{svc.data_dir}/lexical.sqlite"
+    db = sqlite3.connect(path)
+    with db:  # as a file written before the column existed
+        db.execute("DROP INDEX archival_fact")
+        db.execute("ALTER TABLE archival_docs DROP COLUMN fact_key")
+        db.execute("DELETE FROM archival_meta")
+    db.close()
+    from pagefault.stores.archival import ArchivalStore
+    from pagefault.stores.hybrid import HybridIndex
+    from pagefault.stores.lexical import LexicalIndex
+
+    lexical = LexicalIndex(path, "archival")
+    assert lexical.fact_records(scope.key, "ana|city", 0.0) is None, "unknown keys: the caller reads Chroma"
+    store = ArchivalStore(HybridIndex(svc.archival.index.collection, lexical, svc.embeddings))
+    assert lexical.fact_records(scope.key, "ana|city", 0.0) == [old.id]
+    berlin = store.insert(scope, "As of 2024-05-03, Ana's city is Berlin.")
+    assert store.get(scope, old.id).validity.superseded_by == berlin.id

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
+import numpy as np
+
 from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.locks import LocalLocks, LockTimeout, locks_for
@@ -140,6 +142,21 @@ class ArchivalStore:
 
     def __init__(self, index: HybridIndex) -> None:
         self.index = index
+        complete = getattr(index.lexical, "fact_keys_complete", None)
+        if complete is not None and not complete():
+            self._fill_fact_keys()
+
+    def _fill_fact_keys(self, page: int = 2_000) -> None:
+        """Once, for a BM25 file from before it kept fact keys: copy each record's key from Chroma."""
+        keys: dict[str, str] = {}
+        offset = 0
+        while True:
+            got = self.index.collection.get(include=["metadatas"], limit=page, offset=offset)
+            keys.update({i: str((m or {}).get("fact_key", "") or "") for i, m in zip(got["ids"], got["metadatas"])})
+            if len(got["ids"]) < page:
+                break
+            offset += page
+        self.index.lexical.fill_fact_keys(keys)
 
     def insert(
         self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None,
@@ -239,9 +256,18 @@ class ArchivalStore:
         if fact is None:
             self.index.upsert([item])
             return record
+        vector = self.index.embeddings.embed_array([item.text])
         with fact_lock(self.index, scope, fact.key):
-            self.index.upsert([item])  # written first: a crash before the restamp leaves two current records,
-            validity = self.settle(scope, fact.key).get(rid, record.validity)  # which consolidation settles
+            # The record and the records whose validity it changes go in one write of each store.
+            near = self._fact_hits(scope, fact.key, since, vectors=True)
+            stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
+                       for h, _ in near if h.id != rid]
+            changes = timeline([*stamped, Stamped(rid, fact.value, record.validity)])
+            validity = changes.get(rid, record.validity)
+            item.metadata.update(validity.metadata())
+            rewrites = [(h.id, h.text, {**h.metadata, **changes[h.id].metadata()}, v) for h, v in near if h.id in changes]
+            self.index.write([(item.id, item.text, item.chroma_metadata()), *[r[:3] for r in rewrites]],
+                             np.vstack([vector, *[r[3] for r in rewrites]]))
         return replace(record, validity=validity)
 
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
@@ -249,16 +275,30 @@ class ArchivalStore:
         recs = [record_from_hit(h) for h, _ in self.index.find(scope.key, extra={"fact_key": key})]
         return sorted(recs, key=lambda r: (r.validity.valid_from, r.validity.recorded_at, r.id))  # type: ignore[union-attr]
 
-    def settle(self, scope: Scope, key: str) -> dict[str, Validity]:
-        """Recompute the validity of every record of one fact key (the caller holds ``fact_lock``):
-        each value holds until a different one begins. Returns the validity of each record."""
-        hits = self.index.find(scope.key, extra={"fact_key": key})
+    def settle(self, scope: Scope, key: str, *, since: float | None = None) -> dict[str, Validity]:
+        """Recompute the validity of the records of one fact key (the caller holds ``fact_lock``):
+        each value holds until a different one begins. Returns the validity of each record looked at.
+
+        With ``since`` (a value just written, beginning then), only the records that value can
+        change are read, from the BM25 shadow's fact-key index: a fact restated at every turn made
+        this read grow with the conversation (55 ms at 100 records of the key, 267 ms at 1,100).
+        """
         stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
-                   for h, _ in hits]
+                   for h, _ in self._fact_hits(scope, key, since)]
         changes = timeline(stamped)
         if changes:
             self.index.restamp({i: v.metadata() for i, v in changes.items()})
         return {s.id: changes.get(s.id, s.validity) for s in stamped}
+
+    def _fact_hits(self, scope: Scope, key: str, since: float | None, *, vectors: bool = False
+                   ) -> list[tuple[Hit, np.ndarray | None]]:
+        """The records of one fact key that a value beginning at ``since`` can change (all, if None)."""
+        lookup = getattr(self.index.lexical, "fact_records", None) if self.index.shadow_is_complete else None
+        ids = lookup(scope.key, key, since) if lookup is not None and since is not None else None
+        if ids is None:
+            return self.index.find(scope.key, extra={"fact_key": key}, embeddings=vectors)
+        found = self.index.get_vectors(ids) if vectors else [(h, None) for h in self.index.get(ids)]
+        return [(h, v) for h, v in found if h.metadata.get("scope") == scope.key]
 
     def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
         """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the

@@ -10,7 +10,7 @@ import re
 import sqlite3
 import threading
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from pagefault.stores.validity import ValidityFilter
 
@@ -52,6 +52,7 @@ class LexicalDoc:
     valid_from: float | None = None
     valid_to: float | None = None
     superseded: bool = False
+    fact_key: str = ""  # the fact an archival record states (see stores.validity), "" if none
 
 
 class LexicalIndex:
@@ -81,6 +82,13 @@ class LexicalIndex:
             for col, decl in (("valid_from", "REAL"), ("valid_to", "REAL"), ("superseded", "INTEGER NOT NULL DEFAULT 0")):
                 if col not in have:  # files made before validity existed
                     self._db.execute(f"ALTER TABLE {t}_docs ADD COLUMN {col} {decl}")
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            if "fact_key" not in have:
+                self._db.execute(f"ALTER TABLE {t}_docs ADD COLUMN fact_key TEXT")
+                if self._db.execute(f"SELECT 1 FROM {t}_docs LIMIT 1").fetchone() is None:
+                    self._db.execute(f"INSERT OR REPLACE INTO {t}_meta VALUES ('fact_keys', 'complete')")
+                # else: rows written before the column existed; see ``fill_fact_keys``
+            self._db.execute(f"CREATE INDEX IF NOT EXISTS {t}_fact ON {t}_docs(fact_key, scope) WHERE fact_key IS NOT NULL")
             self._db.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}_docs',"
                 " content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2')"
@@ -97,9 +105,9 @@ class LexicalIndex:
                     self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
                 cur = self._db.execute(
                     f"INSERT INTO {t}_docs(id, scope, thread_id, created_at, tags, text, valid_from, valid_to,"
-                    " superseded) VALUES (?,?,?,?,?,?,?,?,?)",
+                    " superseded, fact_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (d.id, d.scope, d.thread_id, d.created_at, _tags_field(d.tags), d.text, d.valid_from, d.valid_to,
-                     int(d.superseded)),
+                     int(d.superseded), d.fact_key or None),
                 )
                 self._db.execute(f"INSERT INTO {t}_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
 
@@ -170,6 +178,30 @@ class LexicalIndex:
             rows = self._db.execute(f"SELECT d.id FROM {self.kind}_docs d WHERE d.id IN ({marks}) AND {where}",
                                     [*ids, *args])
             return {r[0] for r in rows}
+
+    def fact_records(self, scope: str, fact_key: str, since: float) -> list[str] | None:
+        """Ids of the records of one fact whose validity a new value beginning at ``since`` can
+        change: those still open at ``since`` and those beginning at or after it (a record that ended
+        before ``since`` keeps its end). None while older rows lack their fact key (``fill_fact_keys``)."""
+        t = self.kind
+        with self._lock:
+            if self._db.execute(f"SELECT value FROM {t}_meta WHERE key='fact_keys'").fetchone() != ("complete",):
+                return None
+            rows = self._db.execute(
+                f"SELECT id FROM {t}_docs WHERE fact_key=? AND scope=? AND (valid_to IS NULL OR valid_to >= ?"
+                " OR valid_from IS NULL OR valid_from >= ?)", (fact_key, scope, since, since))
+            return [r[0] for r in rows]
+
+    def fill_fact_keys(self, keys: Mapping[str, str]) -> None:
+        """Record the fact key of rows written before the column existed (id -> key), then use it."""
+        t = self.kind
+        with self._lock, self._db:
+            self._db.executemany(f"UPDATE {t}_docs SET fact_key=? WHERE id=?", [(k, i) for i, k in keys.items() if k])
+            self._db.execute(f"INSERT OR REPLACE INTO {t}_meta VALUES ('fact_keys', 'complete')")
+
+    def fact_keys_complete(self) -> bool:
+        with self._lock:
+            return self._db.execute(f"SELECT value FROM {self.kind}_meta WHERE key='fact_keys'").fetchone() == ("complete",)
 
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Stored text by id (missing ids are left out)."""
