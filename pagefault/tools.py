@@ -295,7 +295,8 @@ def procedure_update(call: MemoryCall, args: ProcedureUpdate) -> ToolResult:
 def archival_memory_insert(call: MemoryCall, args: ArchivalInsert) -> ToolResult:
     try:
         rec = call.archival.insert(call.scope, args.text, args.tags or (), call.provenance(args.text),
-                                   redact_secrets=call.redact_secrets, valid_from=parse_time(args.valid_from, "valid_from"))
+                                   redact_secrets=call.redact_secrets, valid_from=parse_time(args.valid_from, "valid_from"),
+                                   defer=True)
     except ValueError as e:
         raise ToolError(str(e)) from e
     verb = "Saved" if rec.created else "Already stored"

@@ -22,6 +22,7 @@ import numpy as np
 from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.locks import LocalLocks, LockTimeout, locks_for
+from pagefault.stores.archival_journal import ArchivalJournal
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
@@ -140,35 +141,64 @@ class _Pending:
 class ArchivalStore:
     """Insert and hybrid-search archival records of one or many scopes."""
 
-    def __init__(self, index: HybridIndex) -> None:
-        self.index = index
+    def __init__(self, index: HybridIndex, *, journal_path: str | None = None) -> None:
+        self._index = index
         complete = getattr(index.lexical, "fact_keys_complete", None)
         if complete is not None and not complete():
             self._fill_fact_keys()
+        #: Inserts a turn makes, written behind it (embedded setup only; see ``archival_journal``).
+        self.journal = ArchivalJournal(journal_path, self._write_journalled) if journal_path else None
+
+    @property
+    def index(self) -> HybridIndex:
+        """The stores. A read through here first waits for journalled inserts to be written."""
+        if self.journal is not None:
+            self.journal.flush()
+        return self._index
+
+    def _write_journalled(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float,
+                          rid: str) -> None:
+        self._insert(scope, _Pending(text, tags, prov, parse_fact(text), since, rid))
 
     def _fill_fact_keys(self, page: int = 2_000) -> None:
         """Once, for a BM25 file from before it kept fact keys: copy each record's key from Chroma."""
         keys: dict[str, str] = {}
         offset = 0
         while True:
-            got = self.index.collection.get(include=["metadatas"], limit=page, offset=offset)
+            got = self._index.collection.get(include=["metadatas"], limit=page, offset=offset)
             keys.update({i: str((m or {}).get("fact_key", "") or "") for i, m in zip(got["ids"], got["metadatas"])})
             if len(got["ids"]) < page:
                 break
             offset += page
-        self.index.lexical.fill_fact_keys(keys)
+        self._index.lexical.fill_fact_keys(keys)
 
     def insert(
         self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None,
-        *, redact_secrets: bool = True, valid_from: float | None = None,
+        *, redact_secrets: bool = True, valid_from: float | None = None, defer: bool = False,
     ) -> ArchivalRecord:
         """Store ``text`` (secrets redacted unless told not to); the guard's flags go into its provenance.
 
         ``valid_from`` is when the fact became true (event time); else a date the text states
         ("As of 2024-05-03, ..."), else the provenance time. A fact that contradicts a stored one
         about the same subject and attribute supersedes it (or, if it is older, is superseded by it).
+
+        ``defer``: a new record may be journalled and written behind the caller (the embedded setup
+        does this for a turn's inserts); the result is then the record as it will be written, before
+        its fact's timeline is settled. Reads of this store wait for it.
         """
-        return self._insert(scope, self._prepare(scope, text, tags, provenance, redact_secrets, valid_from))
+        p = self._prepare(scope, text, tags, provenance, redact_secrets, valid_from)
+        if defer and self.journal is not None:
+            existing = self._index.get([p.rid])
+            if not existing:
+                created = not self.journal.is_pending(p.rid)
+                if created:
+                    self.journal.append(scope, p.text, p.tags, p.prov, p.since, p.rid)
+                return replace(self._new_record(scope, p, p.rid)[1], created=created)
+            if p.fact is None:  # the same words again: that record, as ``_insert`` would return it
+                record = record_from_hit(existing[0])
+                self._repair_lexical(existing[0], record)
+                return record
+        return self._insert(scope, p)
 
     def insert_many(
         self, scope: Scope, entries: Sequence[tuple[str, Provenance | None]], tags: Sequence[str] = (),
@@ -235,7 +265,8 @@ class ArchivalStore:
 
     def _insert(self, scope: Scope, p: _Pending) -> ArchivalRecord:
         fact, since, rid = p.fact, p.since, p.rid
-        existing = self.index.get([rid])
+        index = self.index  # waits for the journal once, here, never under the fact lock below
+        existing = index.get([rid])
         if existing:
             record = record_from_hit(existing[0])
             self._repair_lexical(existing[0], record)
@@ -244,20 +275,20 @@ class ArchivalStore:
                 return record
             # The same words again, after the fact had changed. If that value is already back (an
             # earlier restatement), this is that record again; else the old value holds once more.
-            for hit, _ in self.index.find(scope.key, extra={"fact_key": fact.key}):
+            for hit, _ in index.find(scope.key, extra={"fact_key": fact.key}):
                 back = record_from_hit(hit)
                 if back.validity is not None and back.validity.current and hit.metadata.get("fact_value") == fact.value:
                     return back
             rid = archival_id(scope, f"{p.text}\x00since {since!r}")
-            again = self.index.get([rid])
+            again = index.get([rid])
             if again:
                 return record_from_hit(again[0])
         item, record = self._new_record(scope, p, rid)
         if fact is None:
-            self.index.upsert([item])
+            index.upsert([item])
             return record
-        vector = self.index.embeddings.embed_array([item.text])
-        with fact_lock(self.index, scope, fact.key):
+        vector = index.embeddings.embed_array([item.text])
+        with fact_lock(index, scope, fact.key):
             # The record and the records whose validity it changes go in one write of each store.
             near = self._fact_hits(scope, fact.key, since, vectors=True)
             stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
@@ -266,7 +297,7 @@ class ArchivalStore:
             validity = changes.get(rid, record.validity)
             item.metadata.update(validity.metadata())
             rewrites = [(h.id, h.text, {**h.metadata, **changes[h.id].metadata()}, v) for h, v in near if h.id in changes]
-            self.index.write([(item.id, item.text, item.chroma_metadata()), *[r[:3] for r in rewrites]],
+            index.write([(item.id, item.text, item.chroma_metadata()), *[r[:3] for r in rewrites]],
                              np.vstack([vector, *[r[3] for r in rewrites]]))
         return replace(record, validity=validity)
 
@@ -287,25 +318,28 @@ class ArchivalStore:
                    for h, _ in self._fact_hits(scope, key, since)]
         changes = timeline(stamped)
         if changes:
-            self.index.restamp({i: v.metadata() for i, v in changes.items()})
+            self._index.restamp({i: v.metadata() for i, v in changes.items()})
         return {s.id: changes.get(s.id, s.validity) for s in stamped}
 
     def _fact_hits(self, scope: Scope, key: str, since: float | None, *, vectors: bool = False
                    ) -> list[tuple[Hit, np.ndarray | None]]:
         """The records of one fact key that a value beginning at ``since`` can change (all, if None)."""
-        lookup = getattr(self.index.lexical, "fact_records", None) if self.index.shadow_is_complete else None
+        # Not ``self.index``: the caller holds the key's fact lock, which a journalled insert of the
+        # same key waits for, so waiting for the journal here could wait forever.
+        index = self._index
+        lookup = getattr(index.lexical, "fact_records", None) if index.shadow_is_complete else None
         ids = lookup(scope.key, key, since) if lookup is not None and since is not None else None
         if ids is None:
-            return self.index.find(scope.key, extra={"fact_key": key}, embeddings=vectors)
-        found = self.index.get_vectors(ids) if vectors else [(h, None) for h in self.index.get(ids)]
+            return index.find(scope.key, extra={"fact_key": key}, embeddings=vectors)
+        found = index.get_vectors(ids) if vectors else [(h, None) for h in index.get(ids)]
         return [(h, v) for h, v in found if h.metadata.get("scope") == scope.key]
 
     def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
         """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the
         retried insert finds it there and writes the missing BM25 half from what Chroma holds."""
-        if self.index.lexical.texts([hit.id]):
+        if self._index.lexical.texts([hit.id]):
             return
-        self.index.lexical.upsert([lexical_doc(hit.id, hit.text, hit.metadata)])
+        self._index.lexical.upsert([lexical_doc(hit.id, hit.text, hit.metadata)])
 
     def search(
         self,
@@ -339,4 +373,9 @@ class ArchivalStore:
         return record_from_hit(hits[0])
 
     def count(self, scope: Scope) -> int:
-        return self.index.count(scope.key)
+        """Records of ``scope``, journalled ones included (every prompt shows it: it does not wait)."""
+        pending = self.journal.pending_in(scope) if self.journal is not None else []
+        n = self._index.count(scope.key)
+        if pending:  # those the writer has not yet put in the BM25 shadow, which counts
+            n += len(pending) - len(self._index.lexical.texts(pending))
+        return n

@@ -72,5 +72,7 @@ class MemoryServices:
                     return HybridIndex(col, lexical, emb, shadow_is_complete=not (server and not shared))
 
                 recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
-                _open[key] = cls(path, emb, ArchivalStore(hybrid("archival")), recall, client, server, shared)
+                # One process owns an embedded directory, so it may write archival inserts behind the turn.
+                archival = ArchivalStore(hybrid("archival"), journal_path=None if server else index_path)
+                _open[key] = cls(path, emb, archival, recall, client, server, shared)
             return _open[key]

@@ -1,0 +1,145 @@
+"""Write-behind for archival inserts a turn makes, on the embedded (one-process) setup.
+
+Writing a record (embedding it, a Chroma write that waits on disk syncs, the BM25 row, the fact's
+timeline) was the largest cost of a turn that states something. The turn only needs to know the
+record's id and that it is safe. So the insert is journalled — one SQLite row in the BM25 file,
+committed before the tool answers — and one background thread per store writes it to Chroma and
+BM25, in order, then deletes the row. What keeps this safe:
+
+- A crash loses nothing: rows left in the journal are written when the store is next opened.
+- Every read of the store in this process waits for the journal to drain (``ArchivalStore.index``).
+- A write that fails (a lock held too long, a full disk) stays journalled; the read that waits for
+  it gets the error, and the next insert or read retries it.
+
+Only the embedded setup journals: with a Chroma server or Postgres, replicas share the stores, and a
+journal on one host's disk would hide writes from the others.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import sqlite3
+import threading
+import weakref
+from typing import Callable
+
+from pagefault.embeddings import background_embedding
+from pagefault.stores.provenance import Provenance
+from pagefault.stores.scope import Scope
+
+log = logging.getLogger(__name__)
+
+#: Writes one journalled insert: scope, checked and redacted text, tags, provenance, since, record id.
+Apply = Callable[[Scope, str, tuple[str, ...], Provenance, float, str], object]
+
+
+class ArchivalJournal:
+    def __init__(self, path: str, apply: Apply) -> None:
+        self._apply = apply
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        with self._db:
+            self._db.execute("CREATE TABLE IF NOT EXISTS archival_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                             " scope TEXT NOT NULL, rid TEXT NOT NULL, entry TEXT NOT NULL)")
+        self._cond = threading.Condition()
+        self._pending: dict[str, str] = dict(self._db.execute("SELECT rid, scope FROM archival_journal"))
+        self._error: BaseException | None = None
+        self._attempt = 0  # bumped by each pass of the writer, so a waiting read knows it was tried
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        if self._pending:  # left by a process that stopped before writing them
+            self._wake()
+
+    # -- the turn's side ------------------------------------------------------------------
+    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
+        """Journal one insert (durable when this returns); the writer takes it from here."""
+        entry = json.dumps({"user_id": scope.user_id, "agent_id": scope.agent_id, "text": text, "tags": list(tags), "since": since,
+                            "prov": {"thread_id": prov.thread_id, "turn": prov.turn, "message_id": prov.message_id,
+                                     "source": prov.source, "created_at": prov.created_at,
+                                     "flags": list(prov.flags), "offset": prov.offset}})
+        with self._cond:
+            with self._db:
+                self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
+                                 (scope.key, rid, entry))
+            self._pending[rid] = scope.key
+        self._wake()
+
+    def is_pending(self, rid: str) -> bool:
+        with self._cond:
+            return rid in self._pending
+
+    def pending_in(self, scope: Scope) -> list[str]:
+        with self._cond:
+            return [r for r, s in self._pending.items() if s == scope.key]
+
+    def in_writer(self) -> bool:
+        return getattr(self._local, "writer", False)
+
+    def flush(self, timeout: float | None = 120.0) -> None:
+        """Wait until every journalled insert is written; raise the error that stops one."""
+        if self.in_writer():
+            return
+        with self._cond:
+            if not self._pending:
+                return
+            attempt = self._attempt
+        self._wake()
+        with self._cond:
+            done = self._cond.wait_for(lambda: not self._pending or (self._attempt > attempt and self._error), timeout)
+            if self._pending and self._error is not None:
+                raise self._error
+            if not done:
+                raise TimeoutError(f"{len(self._pending)} archival insert(s) still being written after {timeout} s")
+
+    # -- the writer -----------------------------------------------------------------------
+    def _wake(self) -> None:
+        with self._cond:
+            self._error = None
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="pagefault-archival-writer", daemon=True)
+                self._thread.start()
+                _journals.add(self)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        self._local.writer = True
+        background_embedding()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
+            rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
+            try:
+                for seq, scope, rid, raw in rows:
+                    e = json.loads(raw)
+                    self._apply(Scope(e["user_id"], e["agent_id"]), e["text"], tuple(e["tags"]), Provenance(**{
+                        **e["prov"], "flags": tuple(e["prov"]["flags"])}), float(e["since"]), rid)
+                    with self._cond:
+                        with self._db:
+                            self._db.execute("DELETE FROM archival_journal WHERE seq=?", (seq,))
+                        if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchone():
+                            self._pending.pop(rid, None)
+                        self._cond.notify_all()
+            except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
+                log.warning("archival write-behind failed, will retry: %s", exc)
+                with self._cond:
+                    self._error = exc
+            finally:
+                with self._cond:
+                    self._attempt += 1
+                    self._cond.notify_all()
+
+
+_journals: "weakref.WeakSet[ArchivalJournal]" = weakref.WeakSet()
+
+
+@atexit.register
+def _drain() -> None:
+    """On a normal exit, write what is journalled (a crash leaves it for the next open)."""
+    for journal in list(_journals):
+        try:
+            journal.flush(timeout=30)
+        except Exception as exc:  # still journalled: written when the store is next opened
+            log.warning("archival inserts left journalled at exit: %s", exc)

@@ -1,0 +1,98 @@
+"""A turn's archival inserts are journalled and written behind it on the embedded setup
+(``pagefault.stores.archival_journal``): the turn gets the record's id at once, every read waits for
+the write, a failed write stays journalled and is retried, and a killed process loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import textwrap
+
+import pytest
+
+from pagefault import MemoryServices, Scope
+
+
+def _hold(journal):
+    """Stop the writer before it writes anything; returns the gate that lets it go on."""
+    gate = threading.Event()
+    apply = journal._apply
+
+    def held(*args):
+        gate.wait(30)
+        return apply(*args)
+
+    journal._apply = held
+    return gate
+
+
+def test_the_turn_gets_the_id_at_once_and_reads_wait_for_the_write(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    gate = _hold(svc.archival.journal)
+    rec = svc.archival.insert(scope, "Ana's sister Lucia studies octopuses in Valencia.", defer=True)
+    assert rec.created and svc.archival.journal.is_pending(rec.id)
+    again = svc.archival.insert(scope, "Ana's sister Lucia studies octopuses in Valencia.", defer=True)
+    assert again.id == rec.id and not again.created, "the same words while journalled: already stored"
+    assert svc.archival.count(scope) == 1, "the prompt's count includes what is journalled"
+    threading.Timer(0.3, gate.set).start()
+    hits = svc.archival.search(scope, "Lucia octopuses", 3)  # waits for the writer
+    assert [r.id for r, _ in hits] == [rec.id]
+    assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rec.id)
+
+
+def test_a_failed_write_stays_journalled_and_is_retried(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    journal = svc.archival.journal
+    apply = journal._apply
+    calls = []
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return apply(*args)
+
+    journal._apply = flaky
+    rec = svc.archival.insert(scope, "The spare key is under the blue pot.", defer=True)
+    with pytest.raises(OSError, match="disk full"):
+        svc.archival.get(scope, rec.id)
+    assert journal.is_pending(rec.id)
+    assert svc.archival.get(scope, rec.id).text == "The spare key is under the blue pot."  # retried
+    assert len(calls) == 2 and not journal.is_pending(rec.id)
+
+
+def test_a_fact_written_behind_settles_its_timeline(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    paris = svc.archival.insert(scope, "As of 2024-01-10, Ana's city is Paris.", defer=True)
+    berlin = svc.archival.insert(scope, "As of 2024-05-03, Ana's city is Berlin.", defer=True)
+    assert svc.archival.get(scope, paris.id).validity.superseded_by == berlin.id
+    assert svc.archival.get(scope, berlin.id).validity.current
+
+
+CHILD = textwrap.dedent("""
+    import sys, threading
+    from pagefault import MemoryServices, Scope
+    svc = MemoryServices.open(sys.argv[1])
+    svc.archival.journal._apply = lambda *a: threading.Event().wait()  # the writer never writes
+    rec = svc.archival.insert(Scope("ana"), "The boat Gaviota is moored in Denia.", defer=True)
+    print(rec.id, flush=True)
+    threading.Event().wait()
+""")
+
+
+def test_a_killed_process_loses_no_journalled_insert(data_dir):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, data_dir], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+    try:
+        rid = child.stdout.readline().strip()
+        assert rid.startswith("arc-"), "the child journalled the insert"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")  # a new process opens the directory
+    assert svc.archival.count(scope) == 1
+    assert [r.id for r, _ in svc.archival.search(scope, "boat Gaviota", 3)] == [rid]
+    assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rid)
