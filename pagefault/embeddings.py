@@ -48,8 +48,7 @@ class _Model:
 
         vocab = resources.files("pagefault") / "data" / "minilm_vocab.txt"
         self.tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
-        self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)  # no padding: ``embed`` pads each batch itself
         self.session = self._session(int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0")))
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.run_lock = threading.Lock()
@@ -113,13 +112,15 @@ class _Model:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
-        # Sort by length so each batch pads little.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), _BATCH):
-            idx = order[start : start + _BATCH]
-            encs = self.tokenizer.encode_batch([texts[i] or " " for i in idx])
-            ids = np.array([e.ids for e in encs], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encs], dtype=np.int64)
+        encs = self.tokenizer.encode_batch([t or " " for t in texts])
+        lengths = [len(e.ids) for e in encs]
+        for idx in _batches(lengths):
+            width = max(lengths[i] for i in idx)
+            ids = np.zeros((len(idx), width), dtype=np.int64)
+            mask = np.zeros((len(idx), width), dtype=np.int64)
+            for row, i in enumerate(idx):
+                ids[row, :lengths[i]] = encs[i].ids
+                mask[row, :lengths[i]] = 1
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self.input_names:
                 feed["token_type_ids"] = np.zeros_like(ids)
@@ -131,6 +132,19 @@ class _Model:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[idx] = pooled / np.clip(norms, 1e-12, None)
         return out
+
+
+def _batches(lengths: Sequence[int]) -> list[list[int]]:
+    """Indices grouped shortest first, at most ``_BATCH`` a group, the longest of a group at most twice
+    its shortest: a batch is padded to its longest text, so one long text among short ones made
+    every short one cost as much as it (a turn's messages beside a quoted search result)."""
+    groups: list[list[int]] = []
+    for i in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        if groups and len(groups[-1]) < _BATCH and lengths[i] <= 2 * lengths[groups[-1][0]]:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
 
 
 class OfflineEmbeddings(Embeddings):

@@ -47,9 +47,18 @@ def source_snapshot(source):
     return _snapshot(source[0])
 
 
+class _Score(float):
+    """A search score equal to another within 1e-5: vectors read back from Chroma and re-summed, or
+    embedded in other batches (the int8 model quantizes activations per batch), differ in the last bits."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and abs(float(self) - float(other)) <= 1e-5
+
+    __hash__ = float.__hash__
+
+
 def _score(x: float) -> float:
-    """Scores to 6 significant digits: vectors read back from Chroma and re-summed differ in the last bits."""
-    return float(f"{x:.6g}")
+    return _Score(x)
 
 
 def _snapshot(data_dir: str) -> dict:

@@ -187,17 +187,18 @@ class ArchivalStore:
         its fact's timeline is settled. Reads of this store wait for it.
         """
         p = self._prepare(scope, text, tags, provenance, redact_secrets, valid_from)
+        # Whether it is stored is asked of the BM25 file, not Chroma, which would wait for the writer's
+        # Chroma write in progress. (A record a crash left in Chroma alone is journalled again, and
+        # the writer's ``_insert`` finds and repairs it.)
         if defer and self.journal is not None:
-            existing = self._index.get([p.rid])
-            if not existing:
+            if not self._index.lexical.texts([p.rid]):
                 created = not self.journal.is_pending(p.rid)
                 if created:
                     self.journal.append(scope, p.text, p.tags, p.prov, p.since, p.rid)
                 return replace(self._new_record(scope, p, p.rid)[1], created=created)
-            if p.fact is None:  # the same words again: that record, as ``_insert`` would return it
-                record = record_from_hit(existing[0])
-                self._repair_lexical(existing[0], record)
-                return record
+            existing = self._index.get([p.rid]) if p.fact is None else []
+            if existing:  # the same words again: that record, as ``_insert`` would return it
+                return record_from_hit(existing[0])
         return self._insert(scope, p)
 
     def insert_many(

@@ -63,10 +63,6 @@ class LexicalIndex:
             raise ValueError(f"bad index kind {kind!r}")
         self.kind = kind
         self._lock = threading.Lock()
-        # count() runs on every prompt render; a count(*) over 100k rows costs milliseconds. Counts are
-        # kept until this connection writes or another commits (SQLite's data_version moves).
-        self._counts: dict[str, int] = {}
-        self._counts_version = -1
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -89,6 +85,17 @@ class LexicalIndex:
                     self._db.execute(f"INSERT OR REPLACE INTO {t}_meta VALUES ('fact_keys', 'complete')")
                 # else: rows written before the column existed; see ``fill_fact_keys``
             self._db.execute(f"CREATE INDEX IF NOT EXISTS {t}_fact ON {t}_docs(fact_key, scope) WHERE fact_key IS NOT NULL")
+            # Records per scope, kept by triggers in the writer's own transaction: every prompt shows
+            # the count, and a count(*) over 100k rows cost ~10 ms each time any connection wrote.
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name=?", (f"{t}_counts",)).fetchone():
+                self._db.execute(f"CREATE TABLE {t}_counts (scope TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+                self._db.execute(f"INSERT INTO {t}_counts SELECT scope, count(*) FROM {t}_docs GROUP BY scope")
+            self._db.execute(
+                f"CREATE TRIGGER IF NOT EXISTS {t}_count_add AFTER INSERT ON {t}_docs BEGIN INSERT INTO {t}_counts"
+                " VALUES (new.scope, 1) ON CONFLICT(scope) DO UPDATE SET n = n + 1; END")
+            self._db.execute(
+                f"CREATE TRIGGER IF NOT EXISTS {t}_count_remove AFTER DELETE ON {t}_docs BEGIN UPDATE {t}_counts"
+                " SET n = n - 1 WHERE scope = old.scope; END")
             self._db.execute(
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}_docs',"
                 " content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2')"
@@ -97,7 +104,6 @@ class LexicalIndex:
     def upsert(self, docs: Iterable[LexicalDoc]) -> None:
         t = self.kind
         with self._lock, self._db:
-            self._counts.clear()
             for d in docs:
                 row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (d.id,)).fetchone()
                 if row is not None:
@@ -114,7 +120,6 @@ class LexicalIndex:
     def delete(self, ids: Sequence[str]) -> None:
         t = self.kind
         with self._lock, self._db:
-            self._counts.clear()
             for id_ in ids:
                 row = self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE id=?", (id_,)).fetchone()
                 if row is not None:
@@ -223,14 +228,8 @@ class LexicalIndex:
 
     def count(self, scope: str) -> int:
         with self._lock:
-            version = self._db.execute("PRAGMA data_version").fetchone()[0]
-            if version != self._counts_version:  # another connection committed: recount
-                self._counts.clear()
-                self._counts_version = version
-            if scope not in self._counts:
-                self._counts[scope] = self._db.execute(
-                    f"SELECT count(*) FROM {self.kind}_docs WHERE scope=?", (scope,)).fetchone()[0]
-            return self._counts[scope]
+            row = self._db.execute(f"SELECT n FROM {self.kind}_counts WHERE scope=?", (scope,)).fetchone()
+            return row[0] if row else 0
 
     def close(self) -> None:
         with self._lock:

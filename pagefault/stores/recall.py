@@ -122,6 +122,17 @@ class RecallHit:
         return c
 
 
+def _truncated(message: BaseMessage) -> bool:
+    return bool(((message.additional_kwargs or {}).get("pagefault") or {}).get("truncated"))
+
+
+def _bookkeeping(message: BaseMessage) -> bool:
+    """A message pagefault's loop makes around a turn: a tool's result, or a model turn with no words."""
+    if isinstance(message, ToolMessage):
+        return True
+    return isinstance(message, AIMessage) and bool(message.tool_calls) and not message_text(message).strip()
+
+
 class RecallIndex:
     """Hybrid index of past turns, keyed by (scope, thread, turn)."""
 
@@ -158,7 +169,7 @@ class RecallIndex:
         items = []
         for turn, msg in entries:
             meta = msg.additional_kwargs.get("pagefault", {}) if msg.additional_kwargs else {}
-            if meta.get("truncated"):
+            if _truncated(msg):
                 continue  # the full text was indexed before truncation
             text = recall_text(msg)
             items.append(IndexedText(
@@ -168,9 +179,37 @@ class RecallIndex:
                           "checkpoint_id": (checkpoints or {}).get(turn, checkpoint_id) or "", "external_id": str(meta.get("external_id", "")),
                           **guard_stamp(text)},
             ))
-        vectors = self.index.upsert(items)
+        vectors = self._vectors(scope, thread_id, items, [m for t, m in entries if not _truncated(m)])
+        self.index.upsert(items, vectors)
         self._index_units(scope, thread_id, items, vectors)
         return len(items)
+
+    def _vectors(self, scope: Scope, thread_id: str, items: list[IndexedText], messages: list[BaseMessage]
+                 ) -> np.ndarray:
+        """Embed the turns people wrote; pagefault's own bookkeeping (a model turn that only calls
+        tools, a tool's result) borrows the vector of the turn before it, which it serves: its text
+        repeats that turn or says "Saved as ...", and embedding it cost more than the turn itself.
+        Turns are indexed in order, so the turn before a batch is already stored, and the vectors
+        do not depend on how turns were batched (a rebuild gives the same ones)."""
+        own = [i for i, m in enumerate(messages) if not _bookkeeping(m)]
+        vecs = self.index.embeddings.embed_array([items[i].text for i in own])
+        out = np.zeros((len(items), vecs.shape[1]), dtype=np.float32)
+        prev = self._stored_vector(scope, thread_id, int(items[0].metadata["turn"]) - 1) if items and (
+            not own or own[0] > 0) else None
+        mine = dict(zip(own, vecs))
+        for i in range(len(items)):
+            if i in mine:
+                prev = mine[i]
+            elif prev is None:  # nothing before it to borrow from: its own
+                prev = self.index.embeddings.embed_array([items[i].text])[0]
+            out[i] = prev
+        return out
+
+    def _stored_vector(self, scope: Scope, thread_id: str, turn: int) -> np.ndarray | None:
+        if turn < 0:
+            return None
+        got = self.index.collection.get(ids=[recall_id(scope, thread_id, turn)], include=["embeddings"])
+        return np.asarray(got["embeddings"][0], dtype=np.float32) if len(got["ids"]) else None
 
     def _index_units(self, scope: Scope, thread_id: str, items: list[IndexedText], vectors: np.ndarray) -> None:
         """(Re)write the unit of each new turn and of the turn just before them (its next is now known).
