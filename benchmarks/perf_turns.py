@@ -149,6 +149,13 @@ def run_pagefault(work: Path, lines: list[str], n_passages: int, marks: set[int]
         info = {"rss_loaded": psutil.Process().memory_info().rss, "rss_before": rss0, "load_s": load_s}
         run = Run("pagefault", data / "checkpoints.sqlite").drive(
             lambda text: graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx), lines, marks, progress)
+        t0 = time.perf_counter()  # what the writers still had to do after the last turn
+        svc.recall.writer.flush()
+        if svc.archival.journal is not None:
+            svc.archival.journal.flush()
+        info["drain_s"] = time.perf_counter() - t0
+        info["behind_ms"] = 1000 * (svc.recall.writer.busy_seconds
+                                    + (svc.archival.journal.busy_seconds if svc.archival.journal else 0.0)) / len(lines)
         state = graph.get_state(config).values
         info.update(rss_end=psutil.Process().memory_info().rss, compactions=state.get("compactions", 0),
                     evicted=state.get("evicted_count", 0), window_messages=len(state.get("messages", [])),
@@ -283,6 +290,10 @@ def turns_table(runs: list[Run], info: dict, early: range, late: range, turns: i
         added = "-" if r is bare else f"{l50 - b_l[0]:+.1f}"
         added95 = "-" if r is bare else f"{l95 - b_l[1]:+.1f}"
         lines.append(f"| {r.name} | {e50:.1f} | {e95:.1f} | {l50:.1f} | {l95:.1f} | {l50 / e50:.2f}x | {added} | {added95} |")
+    if "behind_ms" in info:
+        lines += ["", f"Work behind the turns (pagefault): the recall writer and the archival journal's writer were busy "
+                      f"{info['behind_ms']:.1f} ms per turn on their own threads, beside the turns that followed (a search "
+                      f"or compaction waits for them); {info['drain_s']:.2f} s was left to write after the last turn."]
     lines += [
         "",
         f"Added latency vs bare, early range: "

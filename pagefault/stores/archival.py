@@ -17,8 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
-import numpy as np
-
 from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.locks import LocalLocks, LockTimeout, locks_for
@@ -288,18 +286,16 @@ class ArchivalStore:
         if fact is None:
             index.upsert([item])
             return record
-        vector = index.embeddings.embed_array([item.text])
         with fact_lock(index, scope, fact.key):
-            # The record and the records whose validity it changes go in one write of each store.
-            near = self._fact_hits(scope, fact.key, since, vectors=True)
+            near = self._fact_hits(scope, fact.key, since)
             stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
                        for h, _ in near if h.id != rid]
             changes = timeline([*stamped, Stamped(rid, fact.value, record.validity)])
-            validity = changes.get(rid, record.validity)
+            validity = changes.pop(rid, record.validity)
             item.metadata.update(validity.metadata())
-            rewrites = [(h.id, h.text, {**h.metadata, **changes[h.id].metadata()}, v) for h, v in near if h.id in changes]
-            index.write([(item.id, item.text, item.chroma_metadata()), *[r[:3] for r in rewrites]],
-                             np.vstack([vector, *[r[3] for r in rewrites]]))
+            index.upsert([item])  # first: a crash before the restamp leaves two current records,
+            if changes:  # which consolidation settles
+                index.restamp({i: v.metadata() for i, v in changes.items()})
         return replace(record, validity=validity)
 
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
@@ -322,8 +318,7 @@ class ArchivalStore:
             self._index.restamp({i: v.metadata() for i, v in changes.items()})
         return {s.id: changes.get(s.id, s.validity) for s in stamped}
 
-    def _fact_hits(self, scope: Scope, key: str, since: float | None, *, vectors: bool = False
-                   ) -> list[tuple[Hit, np.ndarray | None]]:
+    def _fact_hits(self, scope: Scope, key: str, since: float | None) -> list[tuple[Hit, None]]:
         """The records of one fact key that a value beginning at ``since`` can change (all, if None)."""
         # Not ``self.index``: the caller holds the key's fact lock, which a journalled insert of the
         # same key waits for, so waiting for the journal here could wait forever.
@@ -331,9 +326,8 @@ class ArchivalStore:
         lookup = getattr(index.lexical, "fact_records", None) if index.shadow_is_complete else None
         ids = lookup(scope.key, key, since) if lookup is not None and since is not None else None
         if ids is None:
-            return index.find(scope.key, extra={"fact_key": key}, embeddings=vectors)
-        found = index.get_vectors(ids) if vectors else [(h, None) for h in index.get(ids)]
-        return [(h, v) for h, v in found if h.metadata.get("scope") == scope.key]
+            return index.find(scope.key, extra={"fact_key": key})
+        return [(h, None) for h in index.get(ids) if h.metadata.get("scope") == scope.key]
 
     def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
         """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the

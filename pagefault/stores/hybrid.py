@@ -134,22 +134,14 @@ class HybridIndex:
             return np.zeros((0, 0), dtype=np.float32)
         if vectors is None:
             vectors = self.embeddings.embed_array([i.text for i in items])
-        self.write([(i.id, i.text, i.chroma_metadata()) for i in items], vectors)
+        self.collection.upsert(
+            ids=[i.id for i in items],
+            documents=[i.text for i in items],
+            embeddings=vectors,
+            metadatas=[i.chroma_metadata() for i in items],
+        )
+        self.lexical.upsert(lexical_doc(i.id, i.text, i.chroma_metadata()) for i in items)
         return vectors
-
-    def write(self, records: Sequence[tuple[str, str, dict[str, Any]]], vectors: np.ndarray) -> None:
-        """(id, text, stored metadata) records with their vectors: one Chroma write, then the shadow's."""
-        self.collection.upsert(ids=[r[0] for r in records], documents=[r[1] for r in records], embeddings=vectors,
-                               metadatas=[r[2] for r in records])
-        self.lexical.upsert(lexical_doc(*r) for r in records)
-
-    def get_vectors(self, ids: Sequence[str]) -> list[tuple[Hit, np.ndarray]]:
-        """``get`` with each record's stored vector."""
-        if not ids:
-            return []
-        got = self.collection.get(ids=list(ids), include=["documents", "metadatas", "embeddings"])
-        return [(Hit(i, d, 0.0, dict(m or {})), np.asarray(v, dtype=np.float32))
-                for i, d, m, v in zip(got["ids"], got["documents"], got["metadatas"], got["embeddings"])]
 
     def restamp(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
         """Merge new metadata into stored records (Chroma first, then the BM25 shadow), keeping text and vectors."""
