@@ -220,7 +220,7 @@ EXAMPLES = {
     "archival_memory_insert": {"text": "The standard suite saved this.", "tags": ["suite"]},
     "archival_memory_search": {"query": "tea", "top_k": 3},
     "conversation_search": {"query": "tea"},
-    "procedure_update": {"add": "Summaries as bullet points."},
+    "procedure_update": {"add": "Use metric units."},  # not instruction-shaped: no user turn vouches for it here
 }
 assert set(TOOLS) == set(EXAMPLES)
 
