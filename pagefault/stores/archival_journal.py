@@ -39,14 +39,16 @@ Apply = Callable[[Scope, str, tuple[str, ...], Provenance, float, str], object]
 class ArchivalJournal:
     def __init__(self, path: str, apply: Apply) -> None:
         self._apply = apply
-        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
+        # Autocommit, every statement read to its end, and only under ``_cond``: the turn and the writer
+        # share this connection, and a read left open would pin an old snapshot, so the next write in
+        # WAL mode would fail at once with "database is locked" whatever the timeout.
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._db:
-            self._db.execute("CREATE TABLE IF NOT EXISTS archival_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-                             " scope TEXT NOT NULL, rid TEXT NOT NULL, entry TEXT NOT NULL)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS archival_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                         " scope TEXT NOT NULL, rid TEXT NOT NULL, entry TEXT NOT NULL)")
         self._cond = threading.Condition()
-        self._pending: dict[str, str] = dict(self._db.execute("SELECT rid, scope FROM archival_journal"))
+        self._pending: dict[str, str] = dict(self._db.execute("SELECT rid, scope FROM archival_journal").fetchall())
         self._error: BaseException | None = None
         self._attempt = 0  # bumped by each pass of the writer, so a waiting read knows it was tried
         self._thread: threading.Thread | None = None
@@ -63,9 +65,8 @@ class ArchivalJournal:
                                      "source": prov.source, "created_at": prov.created_at,
                                      "flags": list(prov.flags), "offset": prov.offset}})
         with self._cond:
-            with self._db:
-                self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
-                                 (scope.key, rid, entry))
+            self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
+                             (scope.key, rid, entry))
             self._pending[rid] = scope.key
         self._wake()
 
@@ -112,7 +113,7 @@ class ArchivalJournal:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
-            rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
+                rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
             start = time.perf_counter()
             try:
                 for seq, scope, rid, raw in rows:
@@ -120,9 +121,8 @@ class ArchivalJournal:
                     self._apply(Scope(e["user_id"], e["agent_id"]), e["text"], tuple(e["tags"]), Provenance(**{
                         **e["prov"], "flags": tuple(e["prov"]["flags"])}), float(e["since"]), rid)
                     with self._cond:
-                        with self._db:
-                            self._db.execute("DELETE FROM archival_journal WHERE seq=?", (seq,))
-                        if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchone():
+                        self._db.execute("DELETE FROM archival_journal WHERE seq=?", (seq,))
+                        if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchall():
                             self._pending.pop(rid, None)
                         self._cond.notify_all()
             except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
