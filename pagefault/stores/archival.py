@@ -289,7 +289,7 @@ class ArchivalStore:
         with fact_lock(index, scope, fact.key):
             near = self._fact_hits(scope, fact.key, since)
             stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
-                       for h, _ in near if h.id != rid]
+                       for h in near if h.id != rid]
             changes = timeline([*stamped, Stamped(rid, fact.value, record.validity)])
             validity = changes.pop(rid, record.validity)
             item.metadata.update(validity.metadata())
@@ -303,31 +303,28 @@ class ArchivalStore:
         recs = [record_from_hit(h) for h, _ in self.index.find(scope.key, extra={"fact_key": key})]
         return sorted(recs, key=lambda r: (r.validity.valid_from, r.validity.recorded_at, r.id))  # type: ignore[union-attr]
 
-    def settle(self, scope: Scope, key: str, *, since: float | None = None) -> dict[str, Validity]:
-        """Recompute the validity of the records of one fact key (the caller holds ``fact_lock``):
-        each value holds until a different one begins. Returns the validity of each record looked at.
-
-        With ``since`` (a value just written, beginning then), only the records that value can
-        change are read, from the BM25 shadow's fact-key index: a fact restated at every turn made
-        this read grow with the conversation (55 ms at 100 records of the key, 267 ms at 1,100).
-        """
+    def settle(self, scope: Scope, key: str) -> dict[str, Validity]:
+        """Recompute the validity of every record of one fact key (the caller holds ``fact_lock``):
+        each value holds until a different one begins. Returns the validity of each record."""
         stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
-                   for h, _ in self._fact_hits(scope, key, since)]
+                   for h in self._fact_hits(scope, key, None)]
         changes = timeline(stamped)
         if changes:
             self._index.restamp({i: v.metadata() for i, v in changes.items()})
         return {s.id: changes.get(s.id, s.validity) for s in stamped}
 
-    def _fact_hits(self, scope: Scope, key: str, since: float | None) -> list[tuple[Hit, None]]:
-        """The records of one fact key that a value beginning at ``since`` can change (all, if None)."""
+    def _fact_hits(self, scope: Scope, key: str, since: float | None) -> list[Hit]:
+        """The records of one fact key that a value beginning at ``since`` can change (all, if None):
+        those open at ``since`` or beginning later, from the BM25 file's fact-key index. Reading every
+        record of the key made inserts of a fact restated each turn grow with the conversation."""
         # Not ``self.index``: the caller holds the key's fact lock, which a journalled insert of the
         # same key waits for, so waiting for the journal here could wait forever.
         index = self._index
         lookup = getattr(index.lexical, "fact_records", None) if index.shadow_is_complete else None
         ids = lookup(scope.key, key, since) if lookup is not None and since is not None else None
         if ids is None:
-            return index.find(scope.key, extra={"fact_key": key})
-        return [(h, None) for h in index.get(ids) if h.metadata.get("scope") == scope.key]
+            return [h for h, _ in index.find(scope.key, extra={"fact_key": key})]
+        return [h for h in index.get(ids) if h.metadata.get("scope") == scope.key]
 
     def _repair_lexical(self, hit: Hit, record: ArchivalRecord) -> None:
         """A crash between the Chroma write and the BM25 write leaves the record in Chroma only; the

@@ -176,7 +176,8 @@ class RecallIndex:
                 id=recall_id(scope, thread_id, turn), text=text, scope=scope.key,
                 thread_id=thread_id, created_at=float(meta.get("timestamp", now)),
                 metadata={"kind": "recall", "turn": turn, "role": msg.type, "message_id": msg.id or "",
-                          "checkpoint_id": (checkpoints or {}).get(turn, checkpoint_id) or "", "external_id": str(meta.get("external_id", "")),
+                          "checkpoint_id": (checkpoints or {}).get(turn, checkpoint_id) or "",
+                          "external_id": str(meta.get("external_id", "")),
                           **guard_stamp(text)},
             ))
         vectors = self._vectors(scope, thread_id, items, [m for t, m in entries if not _truncated(m)])

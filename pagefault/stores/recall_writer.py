@@ -108,11 +108,6 @@ class RecallWriter:
         with self._cond:
             return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
 
-    @property
-    def pending(self) -> int:
-        with self._cond:
-            return len(self._queue) + int(self._busy)
-
     # -- the worker -----------------------------------------------------------------------
     def _thread_map(self, table: OrderedDict[tuple[str, str], dict[int, str]], key: tuple[str, str]) -> dict[int, str]:
         seen = table.setdefault(key, {})
