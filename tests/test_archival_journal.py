@@ -96,3 +96,22 @@ def test_a_killed_process_loses_no_journalled_insert(data_dir):
     assert svc.archival.count(scope) == 1
     assert [r.id for r, _ in svc.archival.search(scope, "boat Gaviota", 3)] == [rid]
     assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rid)
+
+
+def test_rows_another_process_wrote_are_not_waited_for(data_dir):
+    """A CLI opened on the same directory replays the journal too; this process must not wait forever
+    for rows that are no longer there."""
+    import sqlite3
+
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    gate = _hold(svc.archival.journal)
+    first = svc.archival.insert(scope, "The red bike is in the garage.", defer=True)
+    second = svc.archival.insert(scope, "The blue bike is at the office.", defer=True)
+    db = sqlite3.connect(f"{svc.data_dir}/lexical.sqlite")
+    with db:  # as if another process had written the second insert and removed its row
+        db.execute("DELETE FROM archival_journal WHERE rid=?", (second.id,))
+    db.close()
+    gate.set()
+    svc.archival.journal.flush(timeout=20)  # returns: nothing it waits for is left
+    assert not svc.archival.journal.is_pending(first.id) and not svc.archival.journal.is_pending(second.id)
+    assert svc.archival.get(scope, first.id) is not None

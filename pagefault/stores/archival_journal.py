@@ -114,6 +114,12 @@ class ArchivalJournal:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
                 rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
+                # Rows gone from the table were written by another process on this directory (a CLI
+                # opened beside a server replays what it finds); waiting for them would never end.
+                present = {r[2] for r in rows}
+                for rid in [r for r in self._pending if r not in present]:
+                    del self._pending[rid]
+                self._cond.notify_all()
             start = time.perf_counter()
             try:
                 for seq, scope, rid, raw in rows:
