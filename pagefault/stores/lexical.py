@@ -63,6 +63,7 @@ class LexicalIndex:
             raise ValueError(f"bad index kind {kind!r}")
         self.kind = kind
         self._lock = threading.Lock()
+        self._fact_keys_complete = False
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -188,12 +189,11 @@ class LexicalIndex:
         """Ids of the records of one fact whose validity a new value beginning at ``since`` can
         change: those still open at ``since`` and those beginning at or after it (a record that ended
         before ``since`` keeps its end). None while older rows lack their fact key (``fill_fact_keys``)."""
-        t = self.kind
+        if not self.fact_keys_complete():
+            return None
         with self._lock:
-            if self._db.execute(f"SELECT value FROM {t}_meta WHERE key='fact_keys'").fetchone() != ("complete",):
-                return None
             rows = self._db.execute(
-                f"SELECT id FROM {t}_docs WHERE fact_key=? AND scope=? AND (valid_to IS NULL OR valid_to >= ?"
+                f"SELECT id FROM {self.kind}_docs WHERE fact_key=? AND scope=? AND (valid_to IS NULL OR valid_to >= ?"
                 " OR valid_from IS NULL OR valid_from >= ?)", (fact_key, scope, since, since))
             return [r[0] for r in rows]
 
@@ -205,8 +205,12 @@ class LexicalIndex:
             self._db.execute(f"INSERT OR REPLACE INTO {t}_meta VALUES ('fact_keys', 'complete')")
 
     def fact_keys_complete(self) -> bool:
-        with self._lock:
-            return self._db.execute(f"SELECT value FROM {self.kind}_meta WHERE key='fact_keys'").fetchone() == ("complete",)
+        """Whether every row carries its fact key (a file once complete stays so: asked once)."""
+        if not self._fact_keys_complete:
+            with self._lock:
+                row = self._db.execute(f"SELECT value FROM {self.kind}_meta WHERE key='fact_keys'").fetchone()
+            self._fact_keys_complete = row == ("complete",)
+        return self._fact_keys_complete
 
     def texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Stored text by id (missing ids are left out)."""
