@@ -6,17 +6,24 @@ data: it can always be rebuilt from the store it shadows, so it is written after
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
+from pagefault.stores.resident_bm25 import ResidentBM25
 from pagefault.stores.validity import ValidityFilter
+
+log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: Best matches of the whole index scored per wanted result before the filters (see ``search``).
 OVERFETCH = 4
+#: Entries of the change log kept for other processes' resident postings to catch up from.
+LOG_KEEP = 50_000
 # Words so common that OR-ing them into a BM25 query only adds noise.
 STOPWORDS = frozenset(
     """a an the and or but if of at by for with about against between into through during before
@@ -56,14 +63,26 @@ class LexicalDoc:
 
 
 class LexicalIndex:
-    """One FTS5 table per ``kind`` (archival, recall) in one SQLite file."""
+    """One FTS5 table per ``kind`` (archival, recall) in one SQLite file.
 
-    def __init__(self, path: str, kind: str) -> None:
+    Searches are scored from postings held in memory (``ResidentBM25``) once they are loaded; FTS5
+    answers until then. Every insert and delete, by this process or another on the same file, is
+    also written to a change log by triggers, and the resident postings follow that log, so they
+    never disagree with the rows for longer than one ``PRAGMA data_version`` check.
+    """
+
+    def __init__(self, path: str, kind: str, *, resident: bool = True) -> None:
         if not re.fullmatch(r"[a-z_]+", kind):
             raise ValueError(f"bad index kind {kind!r}")
         self.kind = kind
+        self.path = path
         self._lock = threading.Lock()
         self._fact_keys_complete = False
+        self._closed = False
+        self._resident: ResidentBM25 | None = None
+        self._seq = 0  # last change-log entry applied to ``_resident``
+        self._version = -1  # ``PRAGMA data_version`` when the log was last read
+        self._since_prune = 0
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -101,6 +120,99 @@ class LexicalIndex:
                 f"CREATE VIRTUAL TABLE IF NOT EXISTS {t}_fts USING fts5(text, content='{t}_docs',"
                 " content_rowid='rid', tokenize='porter unicode61 remove_diacritics 2')"
             )
+            # Row changes in order, for resident postings (here or in another process) to follow.
+            self._db.execute(f"CREATE TABLE IF NOT EXISTS {t}_log (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                             " rid INTEGER NOT NULL, added INTEGER NOT NULL)")
+            self._db.execute(f"CREATE TRIGGER IF NOT EXISTS {t}_log_add AFTER INSERT ON {t}_docs BEGIN"
+                             f" INSERT INTO {t}_log(rid, added) VALUES (new.rid, 1); END")
+            self._db.execute(f"CREATE TRIGGER IF NOT EXISTS {t}_log_remove AFTER DELETE ON {t}_docs BEGIN"
+                             f" INSERT INTO {t}_log(rid, added) VALUES (old.rid, 0); END")
+        if resident:
+            self._start_resident()
+
+    # -- resident postings ------------------------------------------------------------------------
+
+    def _start_resident(self) -> None:
+        """Empty files get empty postings at once; others load theirs on a thread (FTS5 answers meanwhile)."""
+        t = self.kind
+        if self._db.execute(f"SELECT 1 FROM {t}_docs LIMIT 1").fetchone() is None:
+            self._resident = ResidentBM25()
+            self._seq = self._db.execute(f"SELECT coalesce(max(seq), 0) FROM {t}_log").fetchone()[0]
+            self._version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            self._apply_log()  # rows another process added since
+            return
+        threading.Thread(target=self._load_resident, name=f"pagefault-bm25-{t}", daemon=True).start()
+
+    def _load_resident(self) -> None:
+        t = self.kind
+        try:
+            db = sqlite3.connect(self.path, timeout=30)
+            try:
+                db.execute("BEGIN")  # one snapshot: the rows and the log position they reflect
+                seq = db.execute(f"SELECT coalesce(max(seq), 0) FROM {t}_log").fetchone()[0]
+                fresh = ResidentBM25()
+                fresh.load(db.execute(f"SELECT rid, text FROM {t}_docs"))
+                db.execute("COMMIT")
+            finally:
+                db.close()
+            with self._lock:
+                if self._closed:
+                    return
+                self._resident, self._seq = fresh, seq
+                self._apply_log()
+        except Exception:  # the index still works, through FTS5
+            log.exception("could not load the %s BM25 postings into memory; searching FTS5 instead", t)
+
+    def _apply_log(self) -> None:
+        """Bring the resident postings up to the change log (under ``_lock``)."""
+        if self._resident is None:
+            return
+        t = self.kind
+        self._version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        changes = self._db.execute(f"SELECT seq, rid, added FROM {t}_log WHERE seq > ? ORDER BY seq",
+                                   (self._seq,)).fetchall()
+        if not changes:
+            return
+        if changes[0][0] > self._seq + 1 and self._db.execute(
+                f"SELECT 1 FROM {t}_log WHERE seq <= ? LIMIT 1", (self._seq,)).fetchone() is None:
+            # Entries this process had not read were pruned: reload from the rows.
+            self._resident = None
+            threading.Thread(target=self._load_resident, name=f"pagefault-bm25-{t}", daemon=True).start()
+            return
+        added = list({rid for _, rid, a in changes if a})
+        texts: dict[int, str] = {}
+        for k in range(0, len(added), 900):
+            part = added[k:k + 900]
+            texts.update(self._db.execute(f"SELECT rid, text FROM {t}_docs WHERE rid IN ({','.join('?' * len(part))})",
+                                          part).fetchall())
+        for _, rid, a in changes:
+            if a and rid in texts:
+                self._resident.add(rid, texts[rid])
+            else:
+                self._resident.remove(rid)
+        self._seq = changes[-1][0]
+        self._since_prune += len(changes)
+        if self._since_prune > LOG_KEEP // 10:
+            self._since_prune = 0
+            with self._db:
+                self._db.execute(f"DELETE FROM {t}_log WHERE seq <= ?", (self._seq - LOG_KEEP,))
+
+    def wait_resident(self, timeout: float = 60.0) -> bool:
+        """Wait until searches are scored from memory (False if they still go to FTS5 at ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                if self._resident is not None or self._closed:
+                    return self._resident is not None
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+
+    def _fresh_resident(self) -> ResidentBM25 | None:
+        """The resident postings, caught up with other connections' commits (under ``_lock``)."""
+        if self._resident is not None and self._db.execute("PRAGMA data_version").fetchone()[0] != self._version:
+            self._apply_log()
+        return self._resident
 
     def upsert(self, docs: Iterable[LexicalDoc]) -> None:
         t = self.kind
@@ -117,6 +229,11 @@ class LexicalIndex:
                      int(d.superseded), d.fact_key or None),
                 )
                 self._db.execute(f"INSERT INTO {t}_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
+            self._apply_log_after_commit()
+
+    def _apply_log_after_commit(self) -> None:
+        self._db.commit()
+        self._apply_log()
 
     def delete(self, ids: Sequence[str]) -> None:
         t = self.kind
@@ -126,6 +243,7 @@ class LexicalIndex:
                 if row is not None:
                     self._db.execute(f"INSERT INTO {t}_fts({t}_fts, rowid, text) VALUES('delete', ?, ?)", row)
                     self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
+            self._apply_log_after_commit()
 
     def search(
         self,
@@ -150,6 +268,20 @@ class LexicalIndex:
         # match to its doc row costs as much as scoring it. Exact when ``limit`` of them pass (a passing
         # doc that scores higher is among them); otherwise the filtered query over all matches.
         wide = OVERFETCH * limit
+        with self._lock:
+            resident = self._fresh_resident()
+            if resident is not None:
+                ranked, matched = resident.top(terms, wide)
+                if ranked:
+                    where, args = _filters(scope, thread_id, tags, start, end, validity, scope_column="+d.scope")
+                    marks = ",".join("?" * len(ranked))
+                    passing = dict(self._db.execute(f"SELECT d.rid, d.id FROM {t}_docs d WHERE d.rid IN ({marks})"
+                                                    f" AND {where}", [r for r, _ in ranked] + args).fetchall())
+                    out = [(passing[r], s) for r, s in ranked if r in passing][:limit]
+                    if len(out) == limit or matched <= wide:
+                        return out
+                elif matched == 0:
+                    return []
         fast = (f"SELECT d.id, f.s FROM (SELECT rowid, -bm25({t}_fts) AS s FROM {t}_fts WHERE {t}_fts MATCH ? "
                 f"ORDER BY s DESC LIMIT ?) f JOIN {t}_docs d ON d.rid = f.rowid WHERE {where} ORDER BY f.s DESC LIMIT ?")
         full = (f"SELECT d.id, -bm25({t}_fts) AS s FROM {t}_fts JOIN {t}_docs d ON d.rid = {t}_fts.rowid "
@@ -237,6 +369,8 @@ class LexicalIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
+            self._resident = None
             self._db.close()
 
 
