@@ -113,6 +113,27 @@ _DEST = r"(?:[\w.+-]+@[\w-]+\.[\w.-]+|https?://|www\.|\bftp://|\bwebhook)"
 _REPLY = _any(r"summary", r"summaries", r"responses?", r"repl(?:y|ies)", r"answers?", r"outputs?", r"messages?",
               r"message")
 
+#: "Drop your instructions" in more languages (see the override rule); NFKC-normalized like the
+#: text it is matched against (Thai's sara am, for one, is split in two by NFKC).
+_OVERRIDE_MORE = unicodedata.normalize("NFKC", "|".join((
+    r"\b(?:ignor[ea]|desconsider[ea]|esque[çc]a)\W+(?:\w+\W+){0,3}?(?:instru[çc][õo]es|regras|diretrizes)\b",
+    r"\b(?:negeer|vergeet)\W+(?:\w+\W+){0,3}?(?:instructies|regels|richtlijnen|opdrachten)\b",
+    r"\b(?:zignoruj|ignoruj|zapomnij)\W+(?:\w+\W+){0,3}?(?:instrukcj\w*|polece\w*|zasady|regu\w*)",
+    r"\b(?:abaikan|lupakan)\W+(?:\w+\W+){0,3}?(?:instruksi|perintah|aturan|petunjuk)\b",
+    r"\b(?:talimat\w*|kural\w*|y[öo]nerge\w*)\W+(?:\w+\W+){0,2}?(?:yoksay|g[öo]rmezden gel|unut)\w*",
+    r"\b(?:puuza|sahau)\W+(?:\w+\W+){0,3}?(?:maagizo|maelekezo|sheria)\b",
+    r"\b(?:b[ỏo] qua|ph[ớo]t l[ờo]|qu[êe]n)\W+(?:\w+\W+){0,5}?(?:h[ướu][ớo]ng d[ẫa]n|ch[ỉi] d[ẫa]n|l[ệe]nh|quy t[ắa]c)",
+    r"(?:игнорируй|проигнорируй|забудь|не обращай внимания на)\w*\W+(?:\w+\W+){0,3}?"
+    r"(?:инструкци|указани|правил|директив)\w*",
+    r"(?:ігноруй|проігноруй|забудь)\w*\W+(?:\w+\W+){0,3}?(?:інструкці|вказівк|правил)\w*",
+    r"(?:تجاهل|انس|اتجاهل)\W+(?:\w+\W+){0,3}?(?:التعليمات|الإرشادات|الأوامر|القواعد|تعليمات)",
+    r"(?:निर्देशों|निर्देश|नियमों)\W+(?:\w+\W+){0,2}?(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)",
+    r"(?:ละเว้น|เพิกเฉย|ไม่ต้องสนใจ|ลืม)\S{0,12}?(?:คำสั่ง|คำแนะนำ|กฎ)",
+    r"(?:忽略|忽视|无视|忘记|忘掉|不要理会)[^。\n]{0,10}?(?:指令|指示|规则|提示词|提示|设定|说明|要求)",
+    r"(?:指示|命令|ルール|ガイドライン|指令|設定)[^。\n]{0,8}?(?:無視|忘れ)",
+    r"(?:지시|명령|규칙|지침|안내)[^.\n]{0,10}?(?:무시|잊)",
+)))
+
 _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     # 1. "ignore all previous instructions", in any of five languages, any word order nearby.
     ("override", "tells the model to drop its instructions",
@@ -135,7 +156,10 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
      r"revoked|obsolete|invalid|irrelevant|rescinded)\b"
      rf"|\b(?:{_EARLIER}\W+){{1,4}}{_INSTRUCTIONS}\W+(?:no longer|do ?n[o']t|do not|does ?n[o']t|never)\W+appl(?:y|ies)\b"
      rf"|\b{_IGNORE}\W+(?:all\W+)?(?:everything|anything)\W+(?:and|,|then)\W+(?:just\W+)?(?:answer|tell|reveal|print|say|"
-     r"respond|reply|do|follow|output|write|list|show)\b"),
+     r"respond|reply|do|follow|output|write|list|show)\b"
+     # "ignore (all) previous instructions" in languages beyond the five above (pt, nl, pl, id, tr, sw, vi,
+     # ru, uk, ar, hi, th, zh, ja, ko): the verb and a word for instructions or rules, close together
+     rf"|{_OVERRIDE_MORE}"),
     # 2. A new rule set: "new instructions:", "from now on you must", "your rules have changed".
     ("new_instructions", "announces new instructions or permissions",
      r"(?:^|[.!?]\s+|[\-#*>\[=]\s*)(?:begin(?:ning of)? |start of )?(?:here (?:are|is) (?:your|the) )?new "
