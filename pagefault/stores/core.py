@@ -21,6 +21,7 @@ from pagefault.redact import redact
 from pagefault.stores import typed_core
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.store_reads import cached_read
 from pagefault.stores.valid import encodable
 
 DEFAULT_BLOCK_LIMIT = 2_000
@@ -91,7 +92,8 @@ class CoreMemory:
 
     def blocks(self) -> list[CoreBlock]:
         """All blocks: persona, human, then custom blocks by label."""
-        found = {item.key: CoreBlock.from_store(item.key, item.value) for item in self.store.search(self.namespace, limit=1000)}
+        found = dict(cached_read(self.store, self.namespace, lambda: {
+            item.key: CoreBlock.from_store(item.key, item.value) for item in self.store.search(self.namespace, limit=1000)}))
         for label, block in self._defaults.items():
             found.setdefault(label, block)
         order = ["persona", "human"] + sorted(k for k in found if k not in self._defaults)

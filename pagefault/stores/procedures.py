@@ -22,6 +22,7 @@ from pagefault.locks import edit_lock
 from pagefault.redact import redact
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.store_reads import cached_read
 from pagefault.stores.valid import encodable
 
 #: Characters of one procedure; a rule is a sentence, not a document.
@@ -86,8 +87,9 @@ class ProceduralMemory:
 
     def list(self) -> list[Procedure]:
         """Every procedure, oldest first (the order they are shown in the prompt)."""
-        items = self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)
-        return sorted((Procedure.from_store(i.key, i.value) for i in items), key=lambda p: (p.created_at, p.id))
+        return list(cached_read(self.store, self.namespace, lambda: sorted(
+            (Procedure.from_store(i.key, i.value) for i in self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)),
+            key=lambda p: (p.created_at, p.id))))
 
     def get(self, id_: str) -> Procedure:
         item = self.store.get(self.namespace, id_) if isinstance(id_, str) and id_ else None
