@@ -112,6 +112,11 @@ def is_openai_model(model: str) -> bool:
         return False
 
 
+#: Texts at least this long have their counts remembered (``count_text``), up to LONG_TEXTS_KEPT of them.
+LONG_TEXT_CHARS = 200
+LONG_TEXTS_KEPT = 256
+
+
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas for one model.
 
@@ -135,12 +140,27 @@ class TokenCounter:
         self.encoding = tiktoken.get_encoding(enc_name)
         self._cache: OrderedDict[tuple, int] = OrderedDict()
         self._cache_size = cache_size
+        self._texts: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
-        """Tokens in a plain string (special-token text is counted as ordinary text)."""
+        """Tokens in a plain string (special-token text is counted as ordinary text). Long texts are
+        remembered: a run sends the same system prompt and tool schemas at each of its steps."""
+        long = len(text) >= LONG_TEXT_CHARS
+        if long:
+            with self._lock:
+                hit = self._texts.get(text)
+                if hit is not None:
+                    self._texts.move_to_end(text)
+                    return hit
         n = len(self.encoding.encode_ordinary(text))
-        return n if self.margin == 1.0 else -(-n * round(self.margin * 100) // 100)  # ceil, in integers
+        n = n if self.margin == 1.0 else -(-n * round(self.margin * 100) // 100)  # ceil, in integers
+        if long:
+            with self._lock:
+                self._texts[text] = n
+                if len(self._texts) > LONG_TEXTS_KEPT:
+                    self._texts.popitem(last=False)
+        return n
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a chat request, cached by id and content."""
