@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -40,6 +42,9 @@ THREAD_BOOST = 0.05
 THREAD_POOL = 20
 #: Candidates each signal contributes.
 CANDIDATES = 100
+#: Turns (and threads) whose text and vector stay in memory for the next batch (``_remember``).
+RECENT_TURNS = 3
+RECENT_THREADS = 1024
 #: How much of a hit search results carry (and so how much of it the poisoning guard judges).
 HIT_TEXT_CHARS = 4_000
 #: Separates rule labels in the guard verdict stored with each turn (metadata values are scalars).
@@ -144,6 +149,8 @@ class RecallIndex:
             lambda scope, thread, entries, cps: self.add(scope, thread, entries, "", checkpoints=cps),
             background=background_embedding,
         )
+        self._recent: OrderedDict[tuple[str, str], dict[int, tuple[str, np.ndarray, float]]] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def add(
         self,
@@ -183,7 +190,27 @@ class RecallIndex:
         vectors = self._vectors(scope, thread_id, items, [m for t, m in entries if not _truncated(m)])
         self.index.upsert(items, vectors)
         self._index_units(scope, thread_id, items, vectors)
+        self._remember(scope, thread_id, items, vectors)
         return len(items)
+
+    def _remember(self, scope: Scope, thread_id: str, items: list[IndexedText], vectors: np.ndarray) -> None:
+        """Keep the last turns written per thread: the next batch needs their text and vectors (for
+        its units and borrowed vectors), and reading them back from Chroma cost two reads a turn."""
+        with self._recent_lock:
+            recent = self._recent.setdefault((scope.key, thread_id), {})
+            self._recent.move_to_end((scope.key, thread_id))
+            for item, vec in zip(items, vectors):
+                recent[int(item.metadata["turn"])] = (item.text, vec, item.created_at)
+            for t in sorted(recent)[:-RECENT_TURNS]:
+                del recent[t]
+            while len(self._recent) > RECENT_THREADS:
+                self._recent.popitem(last=False)
+
+    def _recalled(self, scope: Scope, thread_id: str, turns: Sequence[int]) -> dict[int, tuple[str, np.ndarray, float]]:
+        """Those of ``turns`` this process wrote last for the thread (text, vector, created_at)."""
+        with self._recent_lock:
+            recent = self._recent.get((scope.key, thread_id), {})
+            return {t: recent[t] for t in turns if t in recent}
 
     def _vectors(self, scope: Scope, thread_id: str, items: list[IndexedText], messages: list[BaseMessage]
                  ) -> np.ndarray:
@@ -209,6 +236,9 @@ class RecallIndex:
     def _stored_vector(self, scope: Scope, thread_id: str, turn: int) -> np.ndarray | None:
         if turn < 0:
             return None
+        known = self._recalled(scope, thread_id, [turn])
+        if known:
+            return known[turn][1]
         got = self.index.collection.get(ids=[recall_id(scope, thread_id, turn)], include=["embeddings"])
         return np.asarray(got["embeddings"][0], dtype=np.float32) if len(got["ids"]) else None
 
@@ -225,7 +255,10 @@ class RecallIndex:
         vec = {int(i.metadata["turn"]): v for i, v in zip(items, vectors)}
         created = {t: i.created_at for t, i in turns.items()}
         first = min(turns)
-        before = [recall_id(scope, thread_id, t) for t in (first - 2, first - 1) if t >= 0 and t not in turns]
+        wanted = [t for t in (first - 2, first - 1) if t >= 0 and t not in turns]
+        for t, (doc, v, at) in self._recalled(scope, thread_id, wanted).items():
+            text[t], vec[t], created[t] = doc, v, at
+        before = [recall_id(scope, thread_id, t) for t in wanted if t not in text]
         if before:
             got = self.index.collection.get(ids=before, include=["documents", "metadatas", "embeddings"])
             for doc, meta, v in zip(got["documents"], got["metadatas"], got["embeddings"]):
