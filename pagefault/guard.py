@@ -475,7 +475,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) fo
 
 # -- the learned scorer -----------------------------------------------------------------------
 # Rules name the shapes someone thought of; paraphrases slip past them. The scorer is a logistic
-# regression over hashed word, word-pair and character 4-gram features, fitted by
+# regression over hashed word, word-pair and character 4- and 5-gram features, fitted by
 # ``benchmarks/injection_train.py`` on the training split of the corpora (never the held-out one).
 # It reads a text in windows of two sentences, so one injected line in a long document is scored
 # nearly on its own rather than diluted, and flags the text when any window scores above the threshold
@@ -483,7 +483,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) fo
 
 SCORER_FILE = Path(__file__).parent / "data" / "guard_scorer.npz"
 SCORER_RULE = "learned"
-HASH_BITS = 16
+HASH_BITS = 18
 #: Longest sentence the scorer reads as one (longer ones are cut).
 WINDOW_CHARS = 320
 MAX_WINDOWS = 400
@@ -514,13 +514,14 @@ def windows(text: str) -> list[str]:
 
 
 def features(window: str) -> list[int]:
-    """Hashed feature ids of one window: words, adjacent word pairs, and character 4-grams."""
+    """Hashed feature ids of one window: words, adjacent word pairs, and character 4- and 5-grams."""
     low = " ".join(window.lower().split())
     words = _WORD.findall(low)
     grams = {"w" + w for w in words}
     grams.update("b" + a + " " + b for a, b in zip(words, words[1:]))
     padded = " " + low + " "
     grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
+    grams.update("c5" + padded[i:i + 5] for i in range(len(padded) - 4))
     mask = (1 << HASH_BITS) - 1
     return sorted({zlib.crc32(g.encode()) & mask for g in grams})
 

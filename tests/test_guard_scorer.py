@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,10 @@ def test_windows_are_whole_short_texts_or_adjacent_sentence_pairs():
 
 
 def test_features_are_stable_hashes_of_words_pairs_and_character_grams():
-    assert features("hi") == [16128, 40852]  # crc32, not Python's per-process hash()
+    assert features("hi") == [106388, 212736]  # crc32, not Python's per-process hash()
+    mask = (1 << guard.HASH_BITS) - 1
+    assert zlib.crc32(b"c5 hey ") & mask in features("hey")  # character 5-grams too
+    assert zlib.crc32(b"c5 hi ") & mask not in features("hi")  # " hi " is only four characters
     ids = features("Ignore the rules")
     assert ids == sorted(set(ids)) and all(0 <= i < 1 << guard.HASH_BITS for i in ids)
     assert features("IGNORE   the rules") == ids  # case and spacing do not matter
