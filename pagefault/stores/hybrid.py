@@ -8,6 +8,7 @@ a confident BM25 match on a rare name is not flattened to the level of a weak de
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -23,6 +24,8 @@ MIN_CANDIDATES = 100
 #: Unfiltered nearest neighbours fetched per wanted candidate before filtering them locally.
 OVERFETCH = 4
 TAG_PREFIX = "tag__"
+#: Runs the BM25 side of searches beside the query's embedding (``HybridIndex.start_lexical``).
+_SEARCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-bm25-search")
 
 
 @dataclass
@@ -200,10 +203,14 @@ class HybridIndex:
         end: float | None = None,
         with_docs: bool = True,
         validity: ValidityFilter | None = None,
+        lexical: "Future[list[tuple[str, float]]] | None" = None,
     ) -> "Signals":
-        """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first."""
+        """Raw candidate scores from both sides: cosine similarity and BM25, filters applied first.
+        ``lexical``: the BM25 side already started (``start_lexical``), to collect instead of running."""
         out = Signals()
         filters = dict(thread_id=thread_id, tags=tags, start=start, end=end)
+        if lexical is None:
+            lexical = self.start_lexical(query, scope, n, validity=validity, inline=True, **filters)
         near = self._unfiltered_neighbours(query_vector, scope, n, validity=validity, **filters)
         if near is not None:
             out.dense = near
@@ -219,29 +226,42 @@ class HybridIndex:
                 out.dense[id_] = 1.0 - float(dist)
                 if with_docs:
                     out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
-        out.lexical = dict(self.lexical.search(query, scope, n, thread_id=thread_id, tags=tags, start=start, end=end,
-                                               **({"validity": validity} if validity is not None else {})))
+        out.lexical = dict(lexical.result())
         return out
+
+    def start_lexical(self, query: str, scope: str, n: int, *, thread_id: str | None = None, tags: Sequence[str] = (),
+                      start: float | None = None, end: float | None = None, validity: ValidityFilter | None = None,
+                      inline: bool = False) -> "Future[list[tuple[str, float]]]":
+        """The BM25 side of ``signals``, on a worker thread: it needs no query vector, so it runs while
+        the query is embedded (ONNX lets go of the GIL). ``inline``: run it here and now."""
+        args = dict(thread_id=thread_id, tags=tags, start=start, end=end,
+                    **({"validity": validity} if validity is not None else {}))
+        if not inline:
+            return _SEARCH_POOL.submit(self.lexical.search, query, scope, n, **args)
+        done: Future[list[tuple[str, float]]] = Future()
+        done.set_result(self.lexical.search(query, scope, n, **args))
+        return done
 
     def _unfiltered_neighbours(self, query_vector: np.ndarray, scope: str, n: int, *,
                                validity: ValidityFilter | None, **filters: Any) -> dict[str, float] | None:
         """The ``n`` nearest records passing the filters, found without Chroma's metadata filter (which
-        scans every record's metadata: ~0.3 s at 100k records, against ~2 ms unfiltered): the
-        ``OVERFETCH * n`` nearest of all, kept when the BM25 shadow says they pass. Exact whenever ``n``
-        pass (a passing record nearer than the last kept is among them) or the collection holds fewer
-        than were asked for; otherwise None, and the caller runs the filtered query."""
+        scans every record's metadata: ~0.3 s at 100k records, against ~2 ms unfiltered): the ``n``
+        nearest of all (then the ``OVERFETCH * n`` nearest, if some did not pass), kept when the BM25
+        shadow says they pass. Exact whenever ``n`` pass (a passing record nearer than the last kept is
+        among them) or the collection holds fewer than were asked for; otherwise None, and the caller
+        runs the filtered query."""
         matching = getattr(self.lexical, "matching", None) if self.shadow_is_complete else None
         if matching is None or (validity is not None and validity.as_of is not None):
             return None  # no (complete) local shadow to filter with, or a point-in-time filter: Chroma's own
-        want = OVERFETCH * n
-        got = self.collection.query(query_embeddings=query_vector.reshape(1, -1), n_results=want,
-                                    include=["distances"])
-        ids, dists = got["ids"][0], got["distances"][0]
-        keep = matching(ids, scope, validity=validity, **filters)
-        near = {i: 1.0 - float(d) for i, d in zip(ids, dists) if i in keep}
-        if len(near) < n and len(ids) >= want:
-            return None
-        return dict(list(near.items())[:n])
+        for want in (n, OVERFETCH * n):  # most records pass: ask for n first, for more only if some did not
+            got = self.collection.query(query_embeddings=query_vector.reshape(1, -1), n_results=want,
+                                        include=["distances"])
+            ids, dists = got["ids"][0], got["distances"][0]
+            keep = matching(ids, scope, validity=validity, **filters)
+            near = {i: 1.0 - float(d) for i, d in zip(ids, dists) if i in keep}
+            if len(near) >= n or len(ids) < want:
+                return dict(list(near.items())[:n])
+        return None
 
     def resolve(self, ids: Sequence[str], docs: dict[str, tuple[str, dict[str, Any]]]) -> None:
         """Fill in text and metadata for ids that only the lexical side returned."""
@@ -261,9 +281,10 @@ class HybridIndex:
         validity: ValidityFilter | None = None,
     ) -> list[Hit]:
         n = max(MIN_CANDIDATES, k * CANDIDATE_FACTOR)
+        filters = dict(thread_id=thread_id, tags=tags, start=start, end=end, validity=validity)
+        lexical = self.start_lexical(query, scope, n, **filters)
         qvec = self.embeddings.embed_array([query])[0]
-        sig = self.signals(query, qvec, scope, n, thread_id=thread_id, tags=tags, start=start, end=end, with_docs=False,
-                           validity=validity)
+        sig = self.signals(query, qvec, scope, n, with_docs=False, lexical=lexical, **filters)
         scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
         self.resolve(ranked, sig.docs)

@@ -281,11 +281,13 @@ class RecallIndex:
     ) -> list[RecallHit]:
         check_search(query, top_k, start, end, thread_id)
         self.writer.flush()
-        qvec = self.index.embeddings.embed_array([query])[0]
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)
-        turn = self.index.signals(query, qvec, scope.key, n, **filters)
-        unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, **filters)
+        turn_lexical = self.index.start_lexical(query, scope.key, n, **filters)
+        unit_lexical = self.units.start_lexical(query, scope.key, n, **filters)
+        qvec = self.index.embeddings.embed_array([query])[0]
+        turn = self.index.signals(query, qvec, scope.key, n, lexical=turn_lexical, **filters)
+        unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, lexical=unit_lexical, **filters)
         scores = fuse([(WEIGHTS["turn_lexical"], turn.lexical), (WEIGHTS["unit_lexical"], unit.lexical),
                        (WEIGHTS["turn_dense"], turn.dense), (WEIGHTS["unit_dense"], unit.dense)])
         pool = sorted(scores, key=lambda i: scores[i], reverse=True)
