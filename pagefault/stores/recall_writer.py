@@ -12,6 +12,9 @@ process and goes on. What keeps this safe:
   (same turn, same message id), so a crash with jobs queued re-indexes them from the checkpoint
   (recall ids are deterministic; re-indexing is idempotent).
 - A failed job (a store down) is logged and left unconfirmed; the next sync retries it.
+
+The worker lingers ``LINGER_SECONDS`` for more turns before it writes, unless someone is waiting
+for it, so several turns share one embedding run and one write per index.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ log = logging.getLogger(__name__)
 MAX_THREADS = 1024
 #: Turns remembered per thread, beyond the lowest one still unconfirmed.
 MAX_TURNS = 4096
+
+#: How long the worker waits for more turns before writing what it has, unless a reader is waiting.
+LINGER_SECONDS = 0.25
 
 Entry = tuple[int, BaseMessage]
 AddFn = Callable[[Scope, str, Sequence[Entry], dict[int, str]], int]
@@ -65,6 +71,8 @@ class RecallWriter:
         self._thread: threading.Thread | None = None
         self._submitted: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
         self._done: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
+        self._waiting = 0  # callers in ``flush``
+        self.linger = LINGER_SECONDS
         self.failures = 0
         self.busy_seconds = 0.0  # time spent indexing, for benchmarks: the work left the turn, not the machine
 
@@ -106,7 +114,12 @@ class RecallWriter:
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything queued so far is indexed (or failed); False on timeout."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+            self._waiting += 1
+            self._cond.notify_all()  # the worker stops lingering
+            try:
+                return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+            finally:
+                self._waiting -= 1
 
     # -- the worker -----------------------------------------------------------------------
     def _thread_map(self, table: OrderedDict[tuple[str, str], dict[int, str]], key: tuple[str, str]) -> dict[int, str]:
@@ -143,6 +156,9 @@ class RecallWriter:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
+                # Linger a moment for the next turns unless someone waits: a Chroma write costs
+                # about as much for one turn as for several, and holds the GIL while it runs.
+                self._cond.wait_for(lambda: self._waiting > 0, self.linger)
                 jobs = self._take()
                 self._busy = True
             start = time.perf_counter()
