@@ -63,6 +63,8 @@ class MemoryCall:
     redact_secrets: bool = True
     origins: Origins = field(default_factory=Origins)
     approved: bool = False  # a person approved this (core) edit
+    #: First turn of the thread's context window: recall need not wait for turns the model sees.
+    window_start: int | None = None
 
     def provenance(self, text: str) -> Provenance:
         """Provenance of a write made in this call, its source attributed from what the turn read."""
@@ -346,7 +348,8 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
     k = _top_k(args.top_k, call.default_top_k)
     thread = call.thread_id if args.current_thread_only else None
     query = _query(args.query)
-    found, hidden = _search(call, k, lambda n: call.recall.search(call.scope, query, n, thread_id=thread),
+    window = (call.thread_id, call.window_start) if call.window_start is not None else None
+    found, hidden = _search(call, k, lambda n: call.recall.search(call.scope, query, n, thread_id=thread, window=window),
                             lambda h: _recall_flags(call, h))
     hits, entries = [], []
     for i, (h, flags) in enumerate(found, 1):

@@ -97,3 +97,33 @@ def test_the_graph_leaves_no_turn_unfindable(embedded, data_dir, say):
         ids=[recall_id(scope, "w", t) for t in range(values["evicted_count"])], include=[])
     assert len(got["ids"]) == values["evicted_count"], "an evicted turn is missing from recall"
     assert values["recall_indexed"] >= values["evicted_count"]
+
+
+def test_a_reader_does_not_wait_for_turns_in_its_own_window(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    writer = svc.recall.writer
+    gate = threading.Event()
+    add = writer._add
+    writer._add = lambda *a: (gate.wait(30), add(*a))[1]  # hold the writer mid-job
+    try:
+        sync_recall(_state("The boat is called Aurora.", "Noted."), CONFIG, svc.recall, scope)
+        # Those turns are in thread t1's window from turn 0: its reader goes on, anyone else waits.
+        assert writer.flush(timeout=0.2, in_window=(scope, "t1", 0)) is True
+        assert writer.flush(timeout=0.2, in_window=(scope, "t1", 1)) is False, "turn 0 has left that window"
+        assert writer.flush(timeout=0.2, in_window=(scope, "t2", 0)) is False, "another thread's reader waits"
+        assert writer.flush(timeout=0.2) is False
+        # Eviction waits for exactly the turns it evicts.
+        state = _state("The boat is called Aurora.", "Noted.", "It is moored in Split.", "Noted.")
+        done = []
+        worker = threading.Thread(target=lambda: done.append(sync_recall(state, CONFIG, svc.recall, scope,
+                                                                         evicting_below=2)))
+        worker.start()
+        worker.join(0.3)
+        assert worker.is_alive(), "eviction of turns 0-1 waits for them"
+        gate.set()
+        worker.join(30)
+        assert done and done[0] >= 2
+    finally:
+        writer._add = add
+        gate.set()
+    assert [h.turn for h in svc.recall.search(scope, "boat Aurora", 3)][:1] == [0]

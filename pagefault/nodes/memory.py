@@ -60,7 +60,7 @@ def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             message_id=(state.messages[user_idx].id or "") if user_idx >= 0 else "",
             core=core_memory(runtime), archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
             guard=ctx.guard, untrusted_core_edits=ctx.untrusted_core_edits, redact_secrets=ctx.redact_secrets,
-            origins=origins_of(state.messages, frozenset(MEMORY_TOOLS)),
+            origins=origins_of(state.messages, frozenset(MEMORY_TOOLS)), window_start=state.evicted_count,
         )
         write = get_stream_writer()
         done = answered_ids(state)

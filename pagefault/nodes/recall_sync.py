@@ -28,7 +28,7 @@ def sync_recall(state: PagefaultState, config: RunnableConfig, recall: RecallInd
     entries = [(state.evicted_count + i, m) for i, m in enumerate(state.messages) if state.evicted_count + i >= start]
     recall.writer.submit(scope, thread, entries, checkpoint_id(config))
     if start < evicting_below:
-        recall.writer.flush()
+        recall.writer.flush(in_window=(scope, thread, evicting_below))  # the turns that stay can wait
         done = recall.writer.confirmed_through(scope, thread, start, entries)
         if done < evicting_below:  # the writer failed (a store down): index here, where failure stops the turn
             recall.add(scope, thread, [e for e in entries if e[0] >= done], checkpoint_id(config))

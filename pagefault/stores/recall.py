@@ -277,10 +277,12 @@ class RecallIndex:
 
     def search(
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
-        start: float | None = None, end: float | None = None,
+        start: float | None = None, end: float | None = None, window: tuple[str, int] | None = None,
     ) -> list[RecallHit]:
+        """``window`` = (thread, first turn): the caller's context window holds that thread from that turn
+        on, so the search does not wait for those turns to be indexed (they may be missing from the hits)."""
         check_search(query, top_k, start, end, thread_id)
-        self.writer.flush()
+        self.writer.flush(in_window=(scope, window[0], window[1]) if window is not None else None)
         n = max(CANDIDATES, top_k)
         filters = dict(thread_id=thread_id, start=start, end=end)
         turn_lexical = self.index.start_lexical(query, scope.key, n, **filters)

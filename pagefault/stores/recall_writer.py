@@ -43,6 +43,7 @@ MAX_TURNS = 4096
 LINGER_SECONDS = 0.25
 
 Entry = tuple[int, BaseMessage]
+InWindow = tuple[Scope, str, int]
 AddFn = Callable[[Scope, str, Sequence[Entry], dict[int, str]], int]
 
 
@@ -67,7 +68,7 @@ class RecallWriter:
         self._background = background  # entered in the worker thread (e.g. a low-priority embedding session)
         self._cond = threading.Condition()
         self._queue: deque[_Job] = deque()
-        self._busy = False
+        self._current: list[_Job] = []  # the jobs the worker is writing now
         self._thread: threading.Thread | None = None
         self._submitted: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
         self._done: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
@@ -111,13 +112,25 @@ class RecallWriter:
                         del seen[t]
         return n
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued so far is indexed (or failed); False on timeout."""
+    def flush(self, timeout: float | None = None, *, in_window: InWindow | None = None) -> bool:
+        """Wait until everything queued so far is indexed (or failed); False on timeout.
+
+        ``in_window`` = (scope, thread, first turn): a reader whose own window holds that thread from
+        that turn on does not wait for those turns (it sees them already); it waits for the rest."""
+        def needed(job: _Job) -> bool:
+            return in_window is None or (job.scope.key, job.thread_id) != (in_window[0].key, in_window[1]) or any(
+                t < in_window[2] for t, _ in job.entries)
+
+        def settled() -> bool:
+            return not any(needed(j) for j in self._queue) and not any(needed(j) for j in self._current)
+
         with self._cond:
+            if settled():
+                return True
             self._waiting += 1
             self._cond.notify_all()  # the worker stops lingering
             try:
-                return self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
+                return self._cond.wait_for(settled, timeout)
             finally:
                 self._waiting -= 1
 
@@ -159,8 +172,7 @@ class RecallWriter:
                 # Linger a moment for the next turns unless someone waits: a Chroma write costs
                 # about as much for one turn as for several, and holds the GIL while it runs.
                 self._cond.wait_for(lambda: self._waiting > 0, self.linger)
-                jobs = self._take()
-                self._busy = True
+                jobs = self._current = self._take()
             start = time.perf_counter()
             try:
                 for job in jobs:
@@ -168,7 +180,7 @@ class RecallWriter:
             finally:
                 with self._cond:
                     self.busy_seconds += time.perf_counter() - start
-                    self._busy = False
+                    self._current = []
                     self._cond.notify_all()
 
     def _index(self, job: _Job) -> None:
