@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 from pagefault.guard import GUARD_VERSION, scan
 from pagefault.redact import redact
 from pagefault.locks import LocalLocks, LockTimeout, locks_for
-from pagefault.stores.archival_journal import ArchivalJournal
+from pagefault.stores.archival_journal import ArchivalJournal, Entry
 from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
@@ -154,9 +154,27 @@ class ArchivalStore:
             self.journal.flush()
         return self._index
 
-    def _write_journalled(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float,
-                          rid: str) -> None:
-        self._insert(scope, _Pending(text, tags, prov, parse_fact(text), since, rid))
+    def _write_journalled(self, scope: Scope, entries: list[Entry]) -> None:
+        """Write journalled inserts of one scope: those stating no fact together, facts one by one."""
+        pending = [_Pending(text, tags, prov, parse_fact(text), since, rid) for text, tags, prov, since, rid in entries]
+        self._write_plain(scope, [p for p in pending if p.fact is None])
+        for p in pending:
+            if p.fact is not None:
+                self._insert(scope, p)
+
+    def _write_plain(self, scope: Scope, plain: list[_Pending]
+                     ) -> tuple[dict[str, Hit], dict[str, tuple[IndexedText, ArchivalRecord]]]:
+        """Records stating no fact, in one read and one write: returns those already stored (their BM25
+        half repaired if a crash lost it) and those written now, by id."""
+        found = {h.id: h for h in self.index.get(list(dict.fromkeys(p.rid for p in plain)))} if plain else {}
+        new: dict[str, tuple[IndexedText, ArchivalRecord]] = {}
+        for p in plain:
+            if p.rid not in found and p.rid not in new:
+                new[p.rid] = self._new_record(scope, p, p.rid)
+        self.index.upsert([item for item, _ in new.values()])
+        for hit in found.values():
+            self._repair_lexical(hit, record_from_hit(hit))
+        return found, new
 
     def _fill_fact_keys(self, page: int = 2_000) -> None:
         """Once, for a BM25 file from before it kept fact keys: copy each record's key from Chroma."""
@@ -208,21 +226,13 @@ class ArchivalStore:
         for the lot (each write of the stores waits on disk syncs); facts go one by one, as their
         timelines must be settled."""
         prepared = [self._prepare(scope, text, tags, prov, redact_secrets, None) for text, prov in entries]
-        plain = [p for p in prepared if p.fact is None]
-        found = {h.id: h for h in self.index.get(list(dict.fromkeys(p.rid for p in plain)))}
-        new: dict[str, tuple[IndexedText, ArchivalRecord]] = {}
-        for p in plain:
-            if p.rid not in found and p.rid not in new:
-                new[p.rid] = self._new_record(scope, p, p.rid)
-        self.index.upsert([item for item, _ in new.values()])
+        found, new = self._write_plain(scope, [p for p in prepared if p.fact is None])
         out, written = [], set()
         for p in prepared:
             if p.fact is not None:
                 out.append(self._insert(scope, p))
             elif p.rid in found:
-                record = record_from_hit(found[p.rid])
-                self._repair_lexical(found[p.rid], record)
-                out.append(record)
+                out.append(record_from_hit(found[p.rid]))
             else:  # the same passage twice in one batch is stored once, as one by one would
                 out.append(new[p.rid][1] if p.rid not in written else replace(new[p.rid][1], created=False))
                 written.add(p.rid)

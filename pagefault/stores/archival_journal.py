@@ -11,6 +11,9 @@ BM25, in order, then deletes the row. What keeps this safe:
 - A write that fails (a lock held too long, a full disk) stays journalled; the read that waits for
   it gets the error, and the next insert or read retries it.
 
+The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits, and writes the records
+that state no fact together (one read and one write of the stores); facts go one by one.
+
 Only the embedded setup journals: with a Chroma server or Postgres, replicas share the stores, and a
 journal on one host's disk would hide writes from the others.
 """
@@ -32,13 +35,21 @@ from pagefault.stores.scope import Scope
 
 log = logging.getLogger(__name__)
 
-#: Writes one journalled insert: scope, checked and redacted text, tags, provenance, since, record id.
-Apply = Callable[[Scope, str, tuple[str, ...], Provenance, float, str], object]
+#: One journalled insert: checked and redacted text, tags, provenance, since, record id.
+Entry = tuple[str, tuple[str, ...], Provenance, float, str]
+#: Writes journalled inserts of one scope, in order.
+Apply = Callable[[Scope, list[Entry]], object]
+#: How long the writer waits for more inserts before writing what it has, unless a read is waiting.
+LINGER_SECONDS = 0.25
 
 
 class ArchivalJournal:
+    """The journal table and its writer thread; ``apply`` writes a run of entries of one scope."""
+
     def __init__(self, path: str, apply: Apply) -> None:
         self._apply = apply
+        self._waiting = 0  # reads in ``flush``
+        self.linger = LINGER_SECONDS
         # Autocommit, every statement read to its end, and only under ``_cond``: the turn and the writer
         # share this connection, and a read left open would pin an old snapshot, so the next write in
         # WAL mode would fail at once with "database is locked" whatever the timeout.
@@ -91,7 +102,13 @@ class ArchivalJournal:
             attempt = self._attempt
         self._wake()
         with self._cond:
-            done = self._cond.wait_for(lambda: not self._pending or (self._attempt > attempt and self._error), timeout)
+            self._waiting += 1
+            self._cond.notify_all()  # the writer stops lingering
+            try:
+                done = self._cond.wait_for(lambda: not self._pending or (self._attempt > attempt and self._error),
+                                           timeout)
+            finally:
+                self._waiting -= 1
             if self._pending and self._error is not None:
                 raise self._error
             if not done:
@@ -113,6 +130,9 @@ class ArchivalJournal:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
+                # Linger for the next turns' inserts unless a read waits: one Chroma write for several
+                # records costs little more than for one, and it holds the GIL while it runs.
+                self._cond.wait_for(lambda: self._waiting > 0, self.linger)
                 rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
                 # Rows gone from the table were written by another process on this directory (a CLI
                 # opened beside a server replays what it finds); waiting for them would never end.
@@ -122,14 +142,14 @@ class ArchivalJournal:
                 self._cond.notify_all()
             start = time.perf_counter()
             try:
-                for seq, scope, rid, raw in rows:
-                    e = json.loads(raw)
-                    self._apply(Scope(e["user_id"], e["agent_id"]), e["text"], tuple(e["tags"]), Provenance(**{
-                        **e["prov"], "flags": tuple(e["prov"]["flags"])}), float(e["since"]), rid)
+                for scope, run in _runs(rows):
+                    self._apply(scope, [entry for _, entry in run])
                     with self._cond:
-                        self._db.execute("DELETE FROM archival_journal WHERE seq=?", (seq,))
-                        if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchall():
-                            self._pending.pop(rid, None)
+                        self._db.execute(f"DELETE FROM archival_journal WHERE seq IN ({','.join('?' * len(run))})",
+                                         [seq for seq, _ in run])
+                        for rid in {entry[4] for _, entry in run}:
+                            if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchall():
+                                self._pending.pop(rid, None)
                         self._cond.notify_all()
             except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
                 log.warning("archival write-behind failed, will retry: %s", exc)
@@ -140,6 +160,20 @@ class ArchivalJournal:
                     self.busy_seconds += time.perf_counter() - start
                     self._attempt += 1
                     self._cond.notify_all()
+
+
+def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple[int, Entry]]]]:
+    """Journal rows as consecutive runs of one scope, each entry with its row's sequence number."""
+    out: list[tuple[Scope, list[tuple[int, Entry]]]] = []
+    for seq, scope_key, rid, raw in rows:
+        e = json.loads(raw)
+        entry = (e["text"], tuple(e["tags"]), Provenance(**{**e["prov"], "flags": tuple(e["prov"]["flags"])}),
+                 float(e["since"]), rid)
+        if out and out[-1][0].key == scope_key:
+            out[-1][1].append((seq, entry))
+        else:
+            out.append((Scope(e["user_id"], e["agent_id"]), [(seq, entry)]))
+    return out
 
 
 _journals: "weakref.WeakSet[ArchivalJournal]" = weakref.WeakSet()
