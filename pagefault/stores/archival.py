@@ -145,7 +145,8 @@ class ArchivalStore:
         if complete is not None and not complete():
             self._fill_fact_keys()
         #: Inserts a turn makes, written behind it (embedded setup only; see ``archival_journal``).
-        self.journal = ArchivalJournal(journal_path, self._write_journalled) if journal_path else None
+        self.journal = ArchivalJournal(journal_path, self._write_journalled,
+                                       prepare=index.embeddings.embed_array) if journal_path else None
 
     @property
     def index(self) -> HybridIndex:

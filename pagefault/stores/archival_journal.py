@@ -46,9 +46,12 @@ LINGER_SECONDS = 0.25
 class ArchivalJournal:
     """The journal table and its writer thread; ``apply`` writes a run of entries of one scope."""
 
-    def __init__(self, path: str, apply: Apply) -> None:
+    def __init__(self, path: str, apply: Apply, *, prepare: Callable[[list[str]], object] | None = None) -> None:
         self._apply = apply
+        self._prepare = prepare  # work ``apply`` will need that holds no lock and no GIL: embedding the texts
+        self._prepared_seq = 0
         self._waiting = 0  # reads in ``flush``
+        self._appended = 0  # highest journal row this process appended
         self.linger = LINGER_SECONDS
         # Autocommit, every statement read to its end, and only under ``_cond``: the turn and the writer
         # share this connection, and a read left open would pin an old snapshot, so the next write in
@@ -76,8 +79,9 @@ class ArchivalJournal:
                                      "source": prov.source, "created_at": prov.created_at,
                                      "flags": list(prov.flags), "offset": prov.offset}})
         with self._cond:
-            self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
-                             (scope.key, rid, entry))
+            cur = self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
+                                   (scope.key, rid, entry))
+            self._appended = max(self._appended, cur.lastrowid or 0)
             self._pending[rid] = scope.key
         self._wake()
 
@@ -115,6 +119,29 @@ class ArchivalJournal:
                 raise TimeoutError(f"{len(self._pending)} archival insert(s) still being written after {timeout} s")
 
     # -- the writer -----------------------------------------------------------------------
+    def _linger(self) -> None:
+        """Wait for the next turns' inserts unless a read waits: one Chroma write for several records
+        costs little more than for one, and it holds the GIL while it runs. Meanwhile embed the
+        journalled texts (ONNX lets go of the GIL), so a read that stops the wait finds only writes left."""
+        deadline = time.monotonic() + self.linger
+        while True:
+            with self._cond:
+                if self._waiting > 0:
+                    return
+                rows = self._db.execute("SELECT seq, entry FROM archival_journal WHERE seq > ? ORDER BY seq",
+                                        (self._prepared_seq,)).fetchall() if self._prepare else []
+                if not rows:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._appended > self._prepared_seq, left)
+                    continue
+                self._prepared_seq = rows[-1][0]
+            try:
+                self._prepare(_texts(rows))  # type: ignore[misc]
+            except Exception as exc:  # only a head start: ``apply`` does it again and reports
+                log.debug("archival pre-embedding failed: %s", exc)
+
     def _wake(self) -> None:
         with self._cond:
             self._error = None
@@ -130,9 +157,8 @@ class ArchivalJournal:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
-                # Linger for the next turns' inserts unless a read waits: one Chroma write for several
-                # records costs little more than for one, and it holds the GIL while it runs.
-                self._cond.wait_for(lambda: self._waiting > 0, self.linger)
+            self._linger()
+            with self._cond:
                 rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
                 # Rows gone from the table were written by another process on this directory (a CLI
                 # opened beside a server replays what it finds); waiting for them would never end.
@@ -160,6 +186,10 @@ class ArchivalJournal:
                     self.busy_seconds += time.perf_counter() - start
                     self._attempt += 1
                     self._cond.notify_all()
+
+
+def _texts(rows: list[tuple[int, str]]) -> list[str]:
+    return [json.loads(raw)["text"] for _, raw in rows]
 
 
 def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple[int, Entry]]]]:

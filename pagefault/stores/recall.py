@@ -147,7 +147,7 @@ class RecallIndex:
         # Turns are indexed off the turn path (see ``recall_writer``); reads below wait for it.
         self.writer = RecallWriter(
             lambda scope, thread, entries, cps: self.add(scope, thread, entries, "", checkpoints=cps),
-            background=background_embedding,
+            background=background_embedding, prepare=self._embed_ahead,
         )
         self._recent: OrderedDict[tuple[str, str], dict[int, tuple[str, np.ndarray, float]]] = OrderedDict()
         self._recent_lock = threading.Lock()
@@ -192,6 +192,11 @@ class RecallIndex:
         self._index_units(scope, thread_id, items, vectors)
         self._remember(scope, thread_id, items, vectors)
         return len(items)
+
+    def _embed_ahead(self, entries: Sequence[tuple[int, BaseMessage]]) -> None:
+        """Embed the texts ``add`` will embed (into the embedding cache), while the writer lingers."""
+        self.index.embeddings.embed_array([recall_text(m) for _, m in entries
+                                           if not _truncated(m) and not _bookkeeping(m)])
 
     def _remember(self, scope: Scope, thread_id: str, items: list[IndexedText], vectors: np.ndarray) -> None:
         """Keep the last turns written per thread: the next batch needs their text and vectors (for

@@ -58,13 +58,16 @@ class _Job:
     thread_id: str
     entries: list[Entry]
     checkpoints: dict[int, str]
+    prepared: bool = False  # its texts were embedded while the worker lingered
 
 
 class RecallWriter:
     """One background thread that indexes submitted turns in order, merging what queued up."""
 
-    def __init__(self, add: AddFn, *, background: Callable[[], object] | None = None) -> None:
+    def __init__(self, add: AddFn, *, background: Callable[[], object] | None = None,
+                 prepare: Callable[[Sequence[Entry]], object] | None = None) -> None:
         self._add = add
+        self._prepare = prepare  # work ``add`` will need that holds no lock and no GIL (embedding)
         self._background = background  # entered in the worker thread (e.g. a low-priority embedding session)
         self._cond = threading.Condition()
         self._queue: deque[_Job] = deque()
@@ -169,9 +172,8 @@ class RecallWriter:
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._queue))
-                # Linger a moment for the next turns unless someone waits: a Chroma write costs
-                # about as much for one turn as for several, and holds the GIL while it runs.
-                self._cond.wait_for(lambda: self._waiting > 0, self.linger)
+            self._linger()
+            with self._cond:
                 jobs = self._current = self._take()
             start = time.perf_counter()
             try:
@@ -182,6 +184,31 @@ class RecallWriter:
                     self.busy_seconds += time.perf_counter() - start
                     self._current = []
                     self._cond.notify_all()
+
+    def _linger(self) -> None:
+        """Wait a moment for the next turns unless someone waits: a Chroma write costs about as much
+        for one turn as for several, and holds the GIL while it runs. Meanwhile embed what is queued
+        (ONNX lets go of the GIL), so a reader that stops the wait finds only the writes left."""
+        deadline = time.monotonic() + self.linger
+        unprepared = lambda: self._prepare is not None and any(not j.prepared for j in self._queue)  # noqa: E731
+        while True:
+            with self._cond:
+                if self._waiting > 0:
+                    return
+                if not unprepared():
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    self._cond.wait_for(lambda: self._waiting > 0 or unprepared(), left)
+                    continue
+                todo = [j for j in self._queue if not j.prepared]
+                for j in todo:
+                    j.prepared = True
+            for j in todo:
+                try:
+                    self._prepare(j.entries)  # type: ignore[misc]
+                except Exception as exc:  # only a head start: ``add`` does it again and reports
+                    log.debug("recall pre-embedding failed: %s", exc)
 
     def _index(self, job: _Job) -> None:
         key = (job.scope.key, job.thread_id)
