@@ -22,8 +22,9 @@ import math
 import re
 import unicodedata
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Collection, Iterable, Iterator
 
 import numpy as np
 
@@ -472,6 +473,16 @@ class Rule:
 RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) for n, d, p in _RULES_SPEC)
 
 
+def _lowered(pattern: str) -> str:
+    """The pattern with its literal capitals lower-cased (escapes such as ``\\W`` kept)."""
+    return re.sub(r"\\.|[A-Z]", lambda m: m.group(0) if m.group(0).startswith("\\") else m.group(0).lower(), pattern)
+
+
+#: The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
+#: fast literal scans and made the rules cost twice as much on a document's passages.
+_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(re.compile(_lowered(p), re.S | re.M) for _, _, p in _RULES_SPEC)
+
+
 
 # -- the learned scorer -----------------------------------------------------------------------
 # Rules name the shapes someone thought of; paraphrases slip past them. The scorer is a logistic
@@ -498,6 +509,14 @@ def windows(text: str) -> list[str]:
     text = text.strip()
     if not text:
         return []
+    sentences = _sentences(text)
+    if len(sentences) <= 2:
+        return [text[: 2 * WINDOW_CHARS]]
+    return [f"{a} {b}" for a, b in zip(sentences, sentences[1:])][:MAX_WINDOWS]
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` (stripped) as sentences, those longer than ``WINDOW_CHARS`` cut at spaces."""
     sentences: list[str] = []
     for m in _SENTENCE.finditer(text):
         sentence = m.group(0).strip()
@@ -508,9 +527,7 @@ def windows(text: str) -> list[str]:
             sentence = sentence[cut:].strip()
         if sentence:
             sentences.append(sentence)
-    if len(sentences) <= 2:
-        return [text[: 2 * WINDOW_CHARS]]
-    return [f"{a} {b}" for a, b in zip(sentences, sentences[1:])][:MAX_WINDOWS]
+    return sentences
 
 
 def features(window: str) -> list[int]:
@@ -522,8 +539,37 @@ def features(window: str) -> list[int]:
     padded = " " + low + " "
     grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
     grams.update("c5" + padded[i:i + 5] for i in range(len(padded) - 4))
+    return sorted(_hashed(grams))
+
+
+def _hashed(grams: Iterable[str]) -> set[int]:
     mask = (1 << HASH_BITS) - 1
-    return sorted({zlib.crc32(g.encode()) & mask for g in grams})
+    return {zlib.crc32(g.encode()) & mask for g in grams}
+
+
+def _pair_features(sentences: list[str]) -> Iterator[tuple[str, set[int]]]:
+    """(window, ``features(window)`` as a set) of each pair of adjacent sentences, the features of
+    each sentence hashed once: a window's are its two sentences' own plus the few word pairs and
+    character grams that span the space joining them."""
+    lows = [" ".join(s.lower().split()) for s in sentences]
+    words = [_WORD.findall(low) for low in lows]
+    own = []
+    for low, ws in zip(lows, words):
+        padded = " " + low + " "
+        grams = {"w" + w for w in ws}
+        grams.update("b" + a + " " + b for a, b in zip(ws, ws[1:]))
+        grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
+        grams.update("c5" + padded[i:i + 5] for i in range(len(padded) - 4))
+        own.append(_hashed(grams))
+    for k in range(len(sentences) - 1):
+        a, b = lows[k], lows[k + 1]
+        joined = " " + a[-4:] + " " + b[:4] + " "
+        p = 1 + len(a[-4:])  # the joining space
+        span = {"c" + joined[i:i + 4] for i in range(max(p - 2, 0), min(p, len(joined) - 3))}
+        span.update("c5" + joined[i:i + 5] for i in range(max(p - 3, 0), min(p, len(joined) - 4)))
+        if words[k] and words[k + 1]:
+            span.add("b" + words[k][-1] + " " + words[k + 1][0])
+        yield f"{sentences[k]} {sentences[k + 1]}", own[k] | own[k + 1] | _hashed(span)
 
 
 @dataclass(frozen=True)
@@ -533,18 +579,31 @@ class Scorer:
     weights: tuple[float, ...]
     bias: float
     threshold: float
+    #: The weights as an array: summing a window's few hundred in Python cost more than the lookup.
+    _array: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_array", np.asarray(self.weights, dtype=np.float64))
 
     def logit(self, window: str) -> float:
-        ids = features(window)
+        return self._logit(features(window))
+
+    def _logit(self, ids: Collection[int]) -> float:
         if not ids:
             return self.bias
-        w = self.weights
-        return self.bias + sum(w[i] for i in ids) / math.sqrt(len(ids))
+        picked = self._array[np.fromiter(ids, dtype=np.int64, count=len(ids))]
+        return self.bias + float(picked.sum()) / math.sqrt(len(ids))
 
     def flagged_window(self, text: str) -> str | None:
-        """The first window of ``text`` that scores above the threshold, if any."""
-        for window in windows(text):
-            if self.logit(window) >= self.threshold:
+        """The first window of ``text`` (see ``windows``) that scores above the threshold, if any."""
+        text = text.strip()
+        sentences = _sentences(text) if text else []
+        if len(sentences) <= 2:
+            return next((w for w in windows(text) if self.logit(w) >= self.threshold), None)
+        for k, (window, ids) in enumerate(_pair_features(sentences)):
+            if k >= MAX_WINDOWS:
+                break
+            if self._logit(ids) >= self.threshold:
                 return window
         return None
 
@@ -611,16 +670,24 @@ def normalize(text: str) -> str:
 
 
 def _excerpt(text: str, m: re.Match[str]) -> str:
-    s = " ".join(m.group(0).split())
+    """The matched span of ``text`` (``m`` may come from a lower-cased copy of it), shortened."""
+    s = " ".join(text[m.start():m.end()].split())
     return s if len(s) <= EXCERPT_CHARS else s[: EXCERPT_CHARS - 1] + "…"
 
 
 def _match(text: str, view: str) -> list[Finding]:
     out = []
-    for rule in RULES:
-        m = rule.pattern.search(text)
-        if m:
-            out.append(Finding(rule.name, _excerpt(text, m), view))
+    low = text.lower()
+    if len(low) == len(text):  # positions carry over, so excerpts are cut from the text as written
+        for rule, pattern in zip(RULES, _RULES_LOWER):
+            m = pattern.search(low)
+            if m:
+                out.append(Finding(rule.name, _excerpt(text, m), view))
+    else:  # a few letters change length when lower-cased (e.g. "İ"): match the text itself
+        for rule in RULES:
+            m = rule.pattern.search(text)
+            if m:
+                out.append(Finding(rule.name, _excerpt(text, m), view))
     if SCORER is not None and not out:
         window = SCORER.flagged_window(text)
         if window is not None:
