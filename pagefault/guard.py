@@ -30,6 +30,7 @@ import numpy as np
 
 from pagefault import decoded
 from pagefault.decoded import decoded_views
+from pagefault.literals import required_literals
 
 #: What the guard does with flagged memory: nothing, mark it untrusted, or hide it from search.
 GUARD_MODES = ("off", "flag", "quarantine")
@@ -481,6 +482,10 @@ def _lowered(pattern: str) -> str:
 #: The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
 #: fast literal scans and made the rules cost twice as much on a document's passages.
 _RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(re.compile(_lowered(p), re.S | re.M) for _, _, p in _RULES_SPEC)
+#: Per rule, strings one of which any match must contain (``pagefault.literals``), or None: a text
+#: holding none of them is not searched.
+_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(
+    required_literals(p.pattern, p.flags) for p in _RULES_LOWER)
 
 
 
@@ -679,7 +684,9 @@ def _match(text: str, view: str) -> list[Finding]:
     out = []
     low = text.lower()
     if len(low) == len(text):  # positions carry over, so excerpts are cut from the text as written
-        for rule, pattern in zip(RULES, _RULES_LOWER):
+        for rule, pattern, needs in zip(RULES, _RULES_LOWER, _RULE_NEEDS):
+            if needs is not None and not any(s in low for s in needs):
+                continue
             m = pattern.search(low)
             if m:
                 out.append(Finding(rule.name, _excerpt(text, m), view))
