@@ -80,7 +80,10 @@ def test_one_line_gives_memory_tools_core_memory_and_the_app_prompt(embedded, da
     assert "<core_memory>" in system and "Name: Ana" in system and "Lives in: Lisbon" in system
     state = agent.get_state({"configurable": {"thread_id": "t1"}}).values
     assert state["tokens"]["core"] > 0 and state["tokens"]["window"] == 8192
-    assert state["evicted_count"] == 0 and state["summary"] == "" and state["recall_indexed"] > 0
+    assert state["evicted_count"] == 0 and state["summary"] == ""
+    # Recall is indexed behind the turns (``recall_indexed`` advances once the writer confirms them);
+    # a count waits for the writer, and finds the first turn's messages.
+    assert MemoryServices.open(data_dir).recall.count(Scope("ana")) >= 4
 
     # The app's own tool still runs through the agent's tool node.
     out = _say(agent, "t1", "weather Lisbon")
