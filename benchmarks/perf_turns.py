@@ -331,7 +331,7 @@ def ingest_table(ing: dict[str, float], cmd: str) -> str:
         "|---|---:|---:|---:|---:|",
         f"| embedding the passages only (uncached) | {ing['embed_s']:.1f} | {et:,.0f} | {ing['passages'] / ing['embed_s']:.1f} | 100 % |",
         f"| `ingest_document` (split, embed, insert into Chroma + BM25) | {ing['ingest_s']:.1f} | {it:,.0f} | "
-        f"{ing['passages'] / ing['ingest_s']:.1f} | {100 * it / et:.0f} % |",
+        f"{ing['passages'] / ing['ingest_s']:.1f} | {100 * it / et:.1f} % |",
     ])
 
 
