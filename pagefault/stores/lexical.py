@@ -24,6 +24,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 OVERFETCH = 4
 #: Entries of the change log kept for other processes' resident postings to catch up from.
 LOG_KEEP = 50_000
+#: Writes (upsert or delete calls) between two prunings of the change log.
+PRUNE_EVERY = 500
 # Words so common that OR-ing them into a BM25 query only adds noise.
 STOPWORDS = frozenset(
     """a an the and or but if of at by for with about against between into through during before
@@ -82,7 +84,8 @@ class LexicalIndex:
         self._resident: ResidentBM25 | None = None
         self._seq = 0  # last change-log entry applied to ``_resident``
         self._version = -1  # ``PRAGMA data_version`` when the log was last read
-        self._since_prune = 0
+        self._since_prune = 0  # writes since the change log was last pruned
+        self._own_writes = False  # this connection committed since the postings last caught up
         self._db = sqlite3.connect(path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -191,11 +194,6 @@ class LexicalIndex:
             else:
                 self._resident.remove(rid)
         self._seq = changes[-1][0]
-        self._since_prune += len(changes)
-        if self._since_prune > LOG_KEEP // 10:
-            self._since_prune = 0
-            with self._db:
-                self._db.execute(f"DELETE FROM {t}_log WHERE seq <= ?", (self._seq - LOG_KEEP,))
 
     def wait_resident(self, timeout: float = 60.0) -> bool:
         """Wait until searches are scored from memory (False if they still go to FTS5 at ``timeout``)."""
@@ -209,8 +207,11 @@ class LexicalIndex:
             time.sleep(0.01)
 
     def _fresh_resident(self) -> ResidentBM25 | None:
-        """The resident postings, caught up with other connections' commits (under ``_lock``)."""
-        if self._resident is not None and self._db.execute("PRAGMA data_version").fetchone()[0] != self._version:
+        """The resident postings, caught up with every commit since the last search, this connection's
+        and other connections' (under ``_lock``)."""
+        if self._resident is not None and (self._own_writes or self._db.execute(
+                "PRAGMA data_version").fetchone()[0] != self._version):
+            self._own_writes = False
             self._apply_log()
         return self._resident
 
@@ -232,8 +233,16 @@ class LexicalIndex:
             self._apply_log_after_commit()
 
     def _apply_log_after_commit(self) -> None:
+        """Leave the resident postings to the next search: a write does not pay for tokenizing (a
+        document's passages are ingested many times faster than they are searched)."""
         self._db.commit()
-        self._apply_log()
+        self._own_writes = True
+        self._since_prune += 1
+        if self._since_prune >= PRUNE_EVERY:  # keep the change log to its last LOG_KEEP entries
+            self._since_prune = 0
+            with self._db:
+                self._db.execute(f"DELETE FROM {self.kind}_log WHERE seq <= (SELECT max(seq) FROM {self.kind}_log) - ?",
+                                 (LOG_KEEP,))
 
     def delete(self, ids: Sequence[str]) -> None:
         t = self.kind
