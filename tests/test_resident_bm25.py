@@ -124,3 +124,18 @@ def test_removed_documents_stop_counting_and_compact():
     r.compact()
     assert "silver" not in r._postings
     assert [rid for rid, _ in r.top(["copper"], 10)[0]] == [5, 6, 7, 8, 9]
+
+
+def test_tokens_from_many_threads_at_once():
+    """Searches run their BM25 side on worker threads: stemming must not share state between them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = random.Random(5)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 14))) + suffix
+             for _ in range(3000) for suffix in ("ing", "ational", "ies")]
+    texts = [" ".join(words[k:k + 60]) for k in range(0, len(words), 60)]
+    expected = [tokens(t) for t in texts]
+    from pagefault.stores import resident_bm25
+    resident_bm25._stem._cache.clear()
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(tokens, texts)) == expected

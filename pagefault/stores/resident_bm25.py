@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import unicodedata
 from array import array
 from typing import Iterable, Sequence
@@ -28,18 +29,22 @@ _STEM_CACHE_MAX = 200_000
 
 
 class _Stems:
-    """Porter stems by word, cached (a store's vocabulary is small next to its text)."""
+    """Porter stems by word, cached (a store's vocabulary is small next to its text). A snowball
+    stemmer keeps its word in its own fields, so each thread stems with its own."""
 
     def __init__(self) -> None:
-        self._stemmer = snowballstemmer.stemmer("porter")
+        self._local = threading.local()
         self._cache: dict[str, str] = {}
 
     def __call__(self, word: str) -> str:
         stem = self._cache.get(word)
         if stem is None:
+            stemmer = getattr(self._local, "stemmer", None)
+            if stemmer is None:
+                stemmer = self._local.stemmer = snowballstemmer.stemmer("porter")
             if len(self._cache) >= _STEM_CACHE_MAX:
                 self._cache.clear()
-            stem = self._cache[word] = self._stemmer.stemWord(word)
+            stem = self._cache[word] = stemmer.stemWord(word)
         return stem
 
 
