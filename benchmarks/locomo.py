@@ -132,6 +132,7 @@ def run_subset(indexes: Any, window: int = 2048, progress: bool = True) -> dict[
                     graph.get_state({"configurable": {"thread_id": t}}).values.get("compactions", 0)
                     for t in report.threads)
                 svc = MemoryServices.open(data_dir)
+                svc.recall.writer.flush()  # the import's last turns are indexed behind it; read below directly
                 scope = Scope(conv["id"])
                 call = MemoryCall(scope, "benchmark", -1, "", CoreMemory(memory.store, scope), svc.archival, svc.recall)
                 base = Baselines(tmp, svc.embeddings.embed_array)
