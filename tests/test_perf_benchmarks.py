@@ -65,4 +65,4 @@ def test_perf_turns_writes_turn_storage_and_ingestion_tables(tmp_path):
     assert re.search(rf"RSS {NUMBER} MiB before loading, {NUMBER} MiB with 150 passages loaded", turns)
     ingest = _section(text, "perf_ingest")
     rows = _rows(ingest, "embedding the passages only") + _rows(ingest, "`ingest_document`")
-    assert len(rows) == 2 and rows[0][4] == "100 %" and re.fullmatch(r"\d+ %", rows[1][4])
+    assert len(rows) == 2 and rows[0][4] == "100 %" and re.fullmatch(r"\d+\.\d %", rows[1][4])
