@@ -147,29 +147,35 @@ class TokenCounter:
         """Tokens in a plain string (special-token text is counted as ordinary text). Long texts are
         remembered: a run sends the same system prompt and tool schemas at each of its steps."""
         long = len(text) >= LONG_TEXT_CHARS
-        if long:
-            with self._lock:
-                hit = self._texts.get(text)
-                if hit is not None:
-                    self._texts.move_to_end(text)
-                    return hit
+        hit = self._recall(self._texts, text) if long else None
+        if hit is not None:
+            return hit
         n = len(self.encoding.encode_ordinary(text))
         n = n if self.margin == 1.0 else -(-n * round(self.margin * 100) // 100)  # ceil, in integers
         if long:
-            with self._lock:
-                self._texts[text] = n
-                if len(self._texts) > LONG_TEXTS_KEPT:
-                    self._texts.popitem(last=False)
+            self._keep(self._texts, text, n, LONG_TEXTS_KEPT)
         return n
+
+    def _recall(self, cache: OrderedDict[Any, int], key: Any) -> int | None:
+        """A remembered count (marked recently used), or None."""
+        with self._lock:
+            hit = cache.get(key)
+            if hit is not None:
+                cache.move_to_end(key)
+            return hit
+
+    def _keep(self, cache: OrderedDict[Any, int], key: Any, n: int, size: int) -> None:
+        with self._lock:
+            cache[key] = n
+            if len(cache) > size:
+                cache.popitem(last=False)
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens one message costs in a chat request, cached by id and content."""
         key = (message.id, message.type, _content_key(message))
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
+        hit = self._recall(self._cache, key)
+        if hit is not None:
+            return hit
         n = TOKENS_PER_MESSAGE + self.count_text(message.type) + self.count_text(message_text(message))
         if isinstance(message, AIMessage) and message.tool_calls:
             for call in message.tool_calls:
@@ -178,10 +184,7 @@ class TokenCounter:
             n += self.count_text(message.tool_call_id)
         if message.name:
             n += self.count_text(message.name)
-        with self._lock:
-            self._cache[key] = n
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        self._keep(self._cache, key, n, self._cache_size)
         return n
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:

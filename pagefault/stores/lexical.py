@@ -69,8 +69,8 @@ class LexicalIndex:
 
     Searches are scored from postings held in memory (``ResidentBM25``) once they are loaded; FTS5
     answers until then. Every insert and delete, by this process or another on the same file, is
-    also written to a change log by triggers, and the resident postings follow that log, so they
-    never disagree with the rows for longer than one ``PRAGMA data_version`` check.
+    also written to a change log by triggers, and each search first brings the postings up to that
+    log, so a search never sees postings older than the rows.
     """
 
     def __init__(self, path: str, kind: str, *, resident: bool = True) -> None:
@@ -144,7 +144,10 @@ class LexicalIndex:
             self._version = self._db.execute("PRAGMA data_version").fetchone()[0]
             self._apply_log()  # rows another process added since
             return
-        threading.Thread(target=self._load_resident, name=f"pagefault-bm25-{t}", daemon=True).start()
+        self._load_in_background()
+
+    def _load_in_background(self) -> None:
+        threading.Thread(target=self._load_resident, name=f"pagefault-bm25-{self.kind}", daemon=True).start()
 
     def _load_resident(self) -> None:
         t = self.kind
@@ -180,7 +183,7 @@ class LexicalIndex:
                 f"SELECT 1 FROM {t}_log WHERE seq <= ? LIMIT 1", (self._seq,)).fetchone() is None:
             # Entries this process had not read were pruned: reload from the rows.
             self._resident = None
-            threading.Thread(target=self._load_resident, name=f"pagefault-bm25-{t}", daemon=True).start()
+            self._load_in_background()
             return
         added = list({rid for _, rid, a in changes if a})
         texts: dict[int, str] = {}
@@ -230,9 +233,9 @@ class LexicalIndex:
                      int(d.superseded), d.fact_key or None),
                 )
                 self._db.execute(f"INSERT INTO {t}_fts(rowid, text) VALUES (?, ?)", (cur.lastrowid, d.text))
-            self._apply_log_after_commit()
+            self._after_write()
 
-    def _apply_log_after_commit(self) -> None:
+    def _after_write(self) -> None:
         """Leave the resident postings to the next search: a write does not pay for tokenizing (a
         document's passages are ingested many times faster than they are searched)."""
         self._db.commit()
@@ -252,7 +255,7 @@ class LexicalIndex:
                 if row is not None:
                     self._db.execute(f"INSERT INTO {t}_fts({t}_fts, rowid, text) VALUES('delete', ?, ?)", row)
                     self._db.execute(f"DELETE FROM {t}_docs WHERE rid=?", (row[0],))
-            self._apply_log_after_commit()
+            self._after_write()
 
     def search(
         self,
@@ -281,16 +284,15 @@ class LexicalIndex:
             resident = self._fresh_resident()
             if resident is not None:
                 ranked, matched = resident.top(terms, wide)
-                if ranked:
-                    where, args = _filters(scope, thread_id, tags, start, end, validity, scope_column="+d.scope")
-                    marks = ",".join("?" * len(ranked))
-                    passing = dict(self._db.execute(f"SELECT d.rid, d.id FROM {t}_docs d WHERE d.rid IN ({marks})"
-                                                    f" AND {where}", [r for r, _ in ranked] + args).fetchall())
-                    out = [(passing[r], s) for r, s in ranked if r in passing][:limit]
-                    if len(out) == limit or matched <= wide:
-                        return out
-                elif matched == 0:
+                if not ranked:  # no document holds any query term
                     return []
+                where, args = _filters(scope, thread_id, tags, start, end, validity, scope_column="+d.scope")
+                marks = ",".join("?" * len(ranked))
+                passing = dict(self._db.execute(f"SELECT d.rid, d.id FROM {t}_docs d WHERE d.rid IN ({marks})"
+                                                f" AND {where}", [r for r, _ in ranked] + args).fetchall())
+                out = [(passing[r], s) for r, s in ranked if r in passing][:limit]
+                if len(out) == limit or matched <= wide:
+                    return out
         fast = (f"SELECT d.id, f.s FROM (SELECT rowid, -bm25({t}_fts) AS s FROM {t}_fts WHERE {t}_fts MATCH ? "
                 f"ORDER BY s DESC LIMIT ?) f JOIN {t}_docs d ON d.rid = f.rowid WHERE {where} ORDER BY f.s DESC LIMIT ?")
         full = (f"SELECT d.id, -bm25({t}_fts) AS s FROM {t}_fts JOIN {t}_docs d ON d.rid = {t}_fts.rowid "

@@ -81,9 +81,6 @@ class ResidentBM25:
     def __len__(self) -> int:
         return len(self._slot_of)
 
-    def __contains__(self, rid: int) -> bool:
-        return rid in self._slot_of
-
     def add(self, rid: int, text: str) -> None:
         """Index the row ``rid`` (replacing what it held before)."""
         self.remove(rid)
