@@ -538,13 +538,17 @@ def _sentences(text: str) -> list[str]:
 def features(window: str) -> list[int]:
     """Hashed feature ids of one window: words, adjacent word pairs, and character 4- and 5-grams."""
     low = " ".join(window.lower().split())
-    words = _WORD.findall(low)
+    return sorted(_hashed(_grams(low, _WORD.findall(low))))
+
+
+def _grams(low: str, words: list[str]) -> set[str]:
+    """The feature strings of a lower-cased, space-normalized text and its words."""
     grams = {"w" + w for w in words}
     grams.update("b" + a + " " + b for a, b in zip(words, words[1:]))
     padded = " " + low + " "
     grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
     grams.update("c5" + padded[i:i + 5] for i in range(len(padded) - 4))
-    return sorted(_hashed(grams))
+    return grams
 
 
 def _hashed(grams: Iterable[str]) -> set[int]:
@@ -558,14 +562,7 @@ def _pair_features(sentences: list[str]) -> Iterator[tuple[str, set[int]]]:
     character grams that span the space joining them."""
     lows = [" ".join(s.lower().split()) for s in sentences]
     words = [_WORD.findall(low) for low in lows]
-    own = []
-    for low, ws in zip(lows, words):
-        padded = " " + low + " "
-        grams = {"w" + w for w in ws}
-        grams.update("b" + a + " " + b for a, b in zip(ws, ws[1:]))
-        grams.update("c" + padded[i:i + 4] for i in range(len(padded) - 3))
-        grams.update("c5" + padded[i:i + 5] for i in range(len(padded) - 4))
-        own.append(_hashed(grams))
+    own = [_hashed(_grams(low, ws)) for low, ws in zip(lows, words)]
     for k in range(len(sentences) - 1):
         a, b = lows[k], lows[k + 1]
         joined = " " + a[-4:] + " " + b[:4] + " "
