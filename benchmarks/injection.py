@@ -107,7 +107,7 @@ def table(samples: list[Sample], flagged: dict[Sample, bool], took: dict[Sample,
     lines += [
         "",
         f"**Held-out detection, all six injection corpora pooled: {_rate(*det)}** (target ≥ 95 %: "
-        f"{ok(det, TARGET_DETECTION, True)}); {FRESH} alone (fresh, never tuned against) {_rate(*fresh)}; "
+        f"{ok(det, TARGET_DETECTION, True)}); {FRESH} alone (never tuned against) {_rate(*fresh)}; "
         f"the five earlier corpora pooled {_rate(*det_old)}.",
         f"**Held-out false positives, all benign corpora pooled: {_rate(*fp)}** (target ≤ 1 %: "
         f"{ok(fp, TARGET_FP, False)}); without {FRESH}'s benign prompts {_rate(*fp_old)}; "
