@@ -103,8 +103,11 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
                                 pg_detail + ("; " + _tables(tables, lexical) if pg_ok else "")))
     else:
         chroma_dir = os.path.join(data_dir, "chroma")
-        checks.append(Check("archival + recall", "Chroma (embedded)", chroma_dir, True,
+        checks.append(Check("archival", "Chroma (embedded)", chroma_dir, True,
                             "directory present" if os.path.isdir(chroma_dir) else "made on first use"))
+        recall = os.path.join(data_dir, "recall.sqlite")  # ``pagefault.stores.services.RECALL_FILE``
+        ok, detail = _sqlite(recall)
+        checks.append(Check("recall vectors", "SQLite + numpy", recall, ok, detail))
     if not (server and db):
         ok, detail = _sqlite(os.path.join(data_dir, "lexical.sqlite"))
         checks.append(Check("BM25 index", "SQLite", os.path.join(data_dir, "lexical.sqlite"), ok, detail))

@@ -21,6 +21,10 @@ from pagefault.stores.hybrid import HybridIndex
 from pagefault.stores.lexical import LexicalIndex
 from pagefault.stores.pg_lexical import PostgresLexicalIndex
 from pagefault.stores.recall import RecallIndex
+from pagefault.stores.resident_vectors import ResidentCollection
+
+#: Where recall's vectors live on the embedded setup (``resident_vectors``), beside ``lexical.sqlite``.
+RECALL_FILE = "recall.sqlite"
 
 _open: dict[tuple[str, str, str], "MemoryServices"] = {}
 _lock = threading.Lock()
@@ -71,8 +75,32 @@ class MemoryServices:
                     # A Chroma server with the BM25 file here: other hosts may write what this file lacks.
                     return HybridIndex(col, lexical, emb, shadow_is_complete=not (server and not shared))
 
-                recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
+                if server:
+                    recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
+                else:  # recall's many writes stay off Chroma's GIL-holding writer (``resident_vectors``)
+                    recall = RecallIndex(*(resident_hybrid(client, path, kind, emb) for kind in ("recall", "recall_unit")))
                 # One process owns an embedded directory, so it may write archival inserts behind the turn.
                 archival = ArchivalStore(hybrid("archival"), journal_path=None if server else index_path)
                 _open[key] = cls(path, emb, archival, recall, client, server, shared)
             return _open[key]
+
+
+def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings, *, page: int = 2_000) -> HybridIndex:
+    """A recall index on the embedded setup: vectors in ``recall.sqlite``, BM25 in ``lexical.sqlite``.
+
+    A directory written before recall left Chroma has its records in Chroma's ``pagefault_<kind>``;
+    they are copied over the first time (the Chroma collection is left as it was)."""
+    name = f"pagefault_{kind}"
+    col = ResidentCollection(os.path.join(path, RECALL_FILE), name)
+    if col.count() == 0 and name in {c if isinstance(c, str) else c.name for c in client.list_collections()}:  # type: ignore[attr-defined]
+        old = client.get_collection(name)  # type: ignore[attr-defined]
+        offset = 0
+        while True:
+            got = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
+            if len(got["ids"]):
+                col.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"],
+                           documents=got["documents"])
+            if len(got["ids"]) < page:
+                break
+            offset += page
+    return HybridIndex(col, LexicalIndex(os.path.join(path, "lexical.sqlite"), kind), emb)
