@@ -66,3 +66,16 @@ def test_perf_turns_writes_turn_storage_and_ingestion_tables(tmp_path):
     ingest = _section(text, "perf_ingest")
     rows = _rows(ingest, "embedding the passages only") + _rows(ingest, "`ingest_document`")
     assert len(rows) == 2 and rows[0][4] == "100 %" and re.fullmatch(r"\d+\.\d %", rows[1][4])
+
+
+def test_chroma_gil_probe_writes_one_row_per_operation(tmp_path):
+    text = _run("chroma_gil.py", "--records", "300", "--calls", "3", results=tmp_path / "R.md")
+    section = _section(text, "chroma_gil")
+    assert "| operation | call (ms) | other Python threads stopped, longest (ms) | share of the call |" in section
+    rows = _rows(section, "upsert") + _rows(section, "query") + _rows(section, "get")
+    assert [r[0] for r in rows] == [
+        "upsert, 1 record(s)", "upsert, 4 record(s)", "upsert, 16 record(s)", "upsert, 64 record(s)",
+        "query, 100 neighbours, scope filter, documents and metadata", "get, 20 ids, documents and metadata"]
+    for r in rows:
+        assert re.fullmatch(NUMBER, r[1]) and re.fullmatch(NUMBER, r[2]) and re.fullmatch(r"\d+ %", r[3]), r
+        assert float(r[2]) <= float(r[1]) + 0.05, r  # the ticker cannot be stopped longer than the call

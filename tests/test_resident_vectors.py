@@ -129,6 +129,25 @@ def test_recall_written_to_chroma_by_an_earlier_version_is_carried_over(tmp_path
     got = col.get(ids=["b"], include=["documents", "metadatas", "embeddings"])
     assert got["documents"] == ["user: two"] and got["metadatas"][0]["turn"] == 1
     assert np.allclose(got["embeddings"][0], v[1], atol=1e-6)
+    assert col.noted("copied from chroma")
+
+
+def test_a_copy_cut_short_resumes_without_duplicates(tmp_path):
+    data = tmp_path / "data"
+    client = chromadb.PersistentClient(str(data / "chroma"), settings=Settings(anonymized_telemetry=False))
+    old = client.get_or_create_collection("pagefault_recall", configuration={"hnsw": {"space": "cosine"}})
+    v = _vectors(5)
+    old.upsert(ids=list("abcde"), embeddings=v, documents=list("ABCDE"), metadatas=[{"scope": "s"}] * 5)
+    part = ResidentCollection(str(data / RECALL_FILE), "pagefault_recall")  # a copy that stopped after two
+    part.upsert(ids=["a", "b"], embeddings=v[:2], documents=["A", "B"], metadatas=[{"scope": "s"}] * 2)
+    from pagefault.stores.services import resident_hybrid
+    from pagefault.embeddings import OfflineEmbeddings
+
+    col = resident_hybrid(client, str(data), "recall", OfflineEmbeddings(), page=2).collection
+    assert col.count() == 5 and col.get(include=["documents"])["documents"] == list("ABCDE")
+    old.upsert(ids=["f"], embeddings=v[:1], documents=["F"], metadatas=[{"scope": "s"}])
+    again = resident_hybrid(client, str(data), "recall", OfflineEmbeddings()).collection
+    assert again.count() == 5  # copied once: later Chroma writes are not this directory's recall
 
 
 def test_a_turn_indexed_on_the_embedded_setup_writes_no_chroma_recall(tmp_path):

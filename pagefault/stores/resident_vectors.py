@@ -259,6 +259,19 @@ class ResidentCollection:
                                                   [(self.name, i) for i in doomed]))
             self._drop(doomed)
 
+    def note(self, key: str) -> None:
+        """Remember that something was done for this collection (``noted``), across processes."""
+        with self._lock:
+            self._db.execute("CREATE TABLE IF NOT EXISTS notes (kind TEXT NOT NULL, key TEXT NOT NULL, "
+                             "PRIMARY KEY (kind, key))")
+            self._db.execute("INSERT OR IGNORE INTO notes VALUES (?, ?)", (self.name, key))
+
+    def noted(self, key: str) -> bool:
+        with self._lock:
+            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'notes'").fetchone():
+                return False
+            return self._db.execute("SELECT 1 FROM notes WHERE kind = ? AND key = ?", (self.name, key)).fetchone() is not None
+
     # -- reads ----------------------------------------------------------------------------
     def count(self) -> int:
         with self._lock:

@@ -96,20 +96,25 @@ def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings
     """A recall index on the embedded setup: vectors in ``recall.sqlite``, BM25 in ``lexical.sqlite``.
 
     A directory written before recall left Chroma has its records in Chroma's ``pagefault_<kind>``;
-    they are copied over the first time (the Chroma collection is left as it was)."""
+    those not here yet are copied over when it is opened (so a copy cut short resumes; the Chroma
+    collection is left as it was)."""
     name = f"pagefault_{kind}"
     col = ResidentCollection(os.path.join(path, RECALL_FILE), name)
-    if col.count() == 0 and name in {c if isinstance(c, str) else c.name for c in client.list_collections()}:  # type: ignore[attr-defined]
+    if not col.noted("copied from chroma") and name in {
+            c if isinstance(c, str) else c.name for c in client.list_collections()}:  # type: ignore[attr-defined]
         old = client.get_collection(name)  # type: ignore[attr-defined]
         offset = 0
-        while True:
+        while old.count() > 0:
             got = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
-            if len(got["ids"]):
-                col.upsert(ids=got["ids"], embeddings=got["embeddings"], metadatas=got["metadatas"],
-                           documents=got["documents"])
+            have = set(col.get(ids=list(got["ids"]), include=[])["ids"])
+            new = [n for n, i in enumerate(got["ids"]) if i not in have]
+            if new:
+                col.upsert(ids=[got["ids"][n] for n in new], embeddings=[got["embeddings"][n] for n in new],
+                           metadatas=[got["metadatas"][n] for n in new], documents=[got["documents"][n] for n in new])
             if len(got["ids"]) < page:
                 break
             offset += page
+        col.note("copied from chroma")
     return HybridIndex(col, LexicalIndex(os.path.join(path, "lexical.sqlite"), kind), emb)
 
 
