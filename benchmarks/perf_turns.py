@@ -311,7 +311,7 @@ def turns_table(runs: list[Run], info: dict, early: range, late: range, turns: i
     lines += [
         "",
         f"pagefault after {turns:,} turns: checkpoints.sqlite {info['checkpoint_db'] / mb:,.1f} MiB, whole data directory "
-        f"(checkpoints, core store, Chroma, BM25) {info['data_dir'] / mb:,.1f} MiB; {info['archival']:,} archival records, "
+        f"(checkpoints, core store, archival Chroma, recall vectors, BM25) {info['data_dir'] / mb:,.1f} MiB; {info['archival']:,} archival records, "
         f"{info['recall']:,} recall entries, {info['compactions']} compactions, {info['evicted']:,} messages evicted, "
         f"{info['window_messages']} in the window at the end. "
         f"RSS {info['rss_before'] / mb:,.0f} MiB before loading, {info['rss_loaded'] / mb:,.0f} MiB with {passages:,} "
