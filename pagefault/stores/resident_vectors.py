@@ -93,6 +93,7 @@ class ResidentCollection:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, "
                          "document TEXT, metadata TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (kind, id))")
+        self._db.execute("CREATE TABLE IF NOT EXISTS notes (kind TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (kind, key))")
         # Vector changes in order, so a process sees what another one wrote to the same file.
         self._db.execute("CREATE TABLE IF NOT EXISTS records_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
                          "kind TEXT NOT NULL, id TEXT NOT NULL, added INTEGER NOT NULL)")
@@ -146,13 +147,19 @@ class ResidentCollection:
         gone = [i for i, a in final.items() if not a and i in self._rows]
         if gone:
             self._drop(set(gone))
-        added = [i for i, a in final.items() if a]
-        for k in range(0, len(added), 500):
-            part = added[k:k + 500]
-            got = self._db.execute(f"SELECT id, embedding FROM records WHERE kind = ? AND id IN ({', '.join('?' * len(part))})",
-                                   [self.name, *part]).fetchall()
-            if got:
-                self._place([i for i, _ in got], _normalized(np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in got])))
+        got = self._by_id("id, embedding", [i for i, a in final.items() if a])
+        if got:
+            self._place([i for i, _ in got], _normalized(np.vstack([np.frombuffer(b, dtype=np.float32) for _, b in got])))
+
+    def _by_id(self, columns: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``columns`` of the stored records among ``ids``, in chunks SQLite's parameter limit allows."""
+        wanted = list(dict.fromkeys(ids))
+        rows: list[tuple[Any, ...]] = []
+        for k in range(0, len(wanted), 500):
+            part = wanted[k:k + 500]
+            rows += self._db.execute(f"SELECT {columns} FROM records WHERE kind = ? AND id IN "
+                                     f"({', '.join('?' * len(part))})", [self.name, *part]).fetchall()
+        return rows
 
     def _write(self, statements: Any) -> None:
         """Run ``statements(db)`` in one transaction (under the lock); memory follows the caller."""
@@ -207,8 +214,8 @@ class ResidentCollection:
             raise ValueError(f"embeddings have {vecs.shape[1]} dimensions; this collection holds {self._matrix.shape[1]}")
         new = [n for n, i in enumerate(ids) if i not in self._rows]
         need = len(self._ids) + len(new)
-        if need > self._capacity():
-            grown = np.zeros((max(need, 2 * self._capacity(), _GROW), self._matrix.shape[1]), dtype=np.float32)
+        if need > len(self._matrix):
+            grown = np.zeros((max(need, 2 * len(self._matrix), _GROW), self._matrix.shape[1]), dtype=np.float32)
             grown[:len(self._ids)] = self._matrix[:len(self._ids)]
             self._matrix = grown
         for n, i in enumerate(ids):
@@ -217,9 +224,6 @@ class ResidentCollection:
                 row = self._rows[i] = len(self._ids)
                 self._ids.append(i)
             self._matrix[row] = vecs[n]
-
-    def _capacity(self) -> int:
-        return self._matrix.shape[0]
 
     def update(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]] | None = None,
                documents: Sequence[str] | None = None, embeddings: Any = None) -> None:
@@ -262,14 +266,10 @@ class ResidentCollection:
     def note(self, key: str) -> None:
         """Remember that something was done for this collection (``noted``), across processes."""
         with self._lock:
-            self._db.execute("CREATE TABLE IF NOT EXISTS notes (kind TEXT NOT NULL, key TEXT NOT NULL, "
-                             "PRIMARY KEY (kind, key))")
             self._db.execute("INSERT OR IGNORE INTO notes VALUES (?, ?)", (self.name, key))
 
     def noted(self, key: str) -> bool:
         with self._lock:
-            if not self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'notes'").fetchone():
-                return False
             return self._db.execute("SELECT 1 FROM notes WHERE kind = ? AND key = ?", (self.name, key)).fetchone() is not None
 
     # -- reads ----------------------------------------------------------------------------
@@ -292,16 +292,8 @@ class ResidentCollection:
         out: dict[str, Any] = {"ids": [], "documents": None, "metadatas": None, "embeddings": None,
                                "included": list(include)}
         want_doc, want_meta, want_emb = "documents" in include, "metadatas" in include, "embeddings" in include
-        found: dict[str, tuple[str | None, dict[str, Any]]] = {}
-        wanted = list(dict.fromkeys(ids))
         with self._lock:
-            for chunk in range(0, len(wanted), 500):
-                part = wanted[chunk:chunk + 500]
-                marks = ", ".join("?" for _ in part)
-                for id_, doc, meta in self._db.execute(
-                        f"SELECT id, document, metadata FROM records WHERE kind = ? AND id IN ({marks})",
-                        [self.name, *part]):
-                    found[id_] = (doc, json.loads(meta))
+            found = {id_: (doc, json.loads(meta)) for id_, doc, meta in self._by_id("id, document, metadata", ids)}
             if want_emb:
                 self._fresh()
             hits = [i for i in ids if i in found and (not want_emb or i in self._rows)]

@@ -104,7 +104,7 @@ def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings
             c if isinstance(c, str) else c.name for c in client.list_collections()}:  # type: ignore[attr-defined]
         old = client.get_collection(name)  # type: ignore[attr-defined]
         offset = 0
-        while old.count() > 0:
+        while True:
             got = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
             have = set(col.get(ids=list(got["ids"]), include=[])["ids"])
             new = [n for n, i in enumerate(got["ids"]) if i not in have]
