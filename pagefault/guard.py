@@ -30,7 +30,7 @@ import numpy as np
 
 from pagefault import decoded
 from pagefault.decoded import decoded_views
-from pagefault.literals import required_literals
+from pagefault.literals import required_literal_sets, required_literals
 
 #: What the guard does with flagged memory: nothing, mark it untrusted, or hide it from search.
 GUARD_MODES = ("off", "flag", "quarantine")
@@ -715,22 +715,105 @@ def _lowered(pattern: str) -> str:
     return re.sub(r"\\.|[A-Z]", lambda m: m.group(0) if m.group(0).startswith("\\") else m.group(0).lower(), pattern)
 
 
+def top_level_branches(pattern: str) -> list[str]:
+    """``pattern`` cut at each ``|`` that is outside every group and character class and not escaped:
+    the alternatives a search of the whole tries in turn at each position."""
+    out, depth, start, i, in_class = [], 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 1
+            if pattern.startswith("^", i):
+                i += 1
+            if pattern.startswith("]", i):  # a "]" first in a class is a literal
+                i += 1
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+#: One alternative of a rule part, compiled, with the strings one of which any match of it contains (its
+#: most selective such set, or None when none is known) and a few more such sets, each of a few strings.
+_Branch = tuple[re.Pattern[str], frozenset[str] | None, tuple[frozenset[str], ...]]
+
+#: Most strings in one of a ``_Branch``'s more sets: each string is a substring test, and one that fails
+#: costs about as much as a search of a passage by a few strings.
+_MORE_NEEDS = 8
+
+
+def _branches(part: str) -> tuple[_Branch, ...]:
+    """A rule part as one pattern per top-level alternative, each with its own literals: the part's
+    literals are those of all its alternatives together, and English prose holds one of them (a word
+    such as "the " or "ai") for most parts, whereas it holds those of most alternatives rarely."""
+    out = []
+    for branch in top_level_branches(_lowered(part)):
+        c = re.compile(branch, re.S | re.M)
+        needs = required_literals(c.pattern, c.flags)
+        more = sorted((s for s in required_literal_sets(c.pattern, c.flags) if s != needs and len(s) <= _MORE_NEEDS),
+                      key=len)
+        out.append((c, needs, tuple(more)))
+    return tuple(out)
+
+
 #: The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
 #: fast literal scans and made the rules cost twice as much on a document's passages. Per rule, its parts
-#: (the pattern of ``_RULES_SPEC``, then that of ``_MORE_LANGUAGES``), each with the strings one of which
-#: any match must contain (``pagefault.literals``), or None: a text holding none of them is not searched.
-_RULE_PARTS: tuple[tuple[tuple[re.Pattern[str], frozenset[str] | None], ...], ...] = tuple(
-    tuple((c, required_literals(c.pattern, c.flags)) for c in (
-        re.compile(_lowered(part), re.S | re.M) for part in (p, _MORE_LANGUAGES.get(n)) if part))
-    for n, _, p in _RULES_SPEC)
-#: The same literals less those with a non-ASCII character, which an ASCII text cannot hold (most of the
-#: other languages' literals: testing them all against English text cost more than the searches they save).
-_RULE_PARTS_ASCII: tuple[tuple[tuple[re.Pattern[str], frozenset[str] | None], ...], ...] = tuple(
-    tuple((c, None if needs is None else frozenset(x for x in needs if x.isascii())) for c, needs in parts)
-    for parts in _RULE_PARTS)
-#: Every part's pattern and literals, flat.
-_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(c for parts in _RULE_PARTS for c, _ in parts)
-_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(needs for parts in _RULE_PARTS for _, needs in parts)
+#: (the pattern of ``_RULES_SPEC``, then that of ``_MORE_LANGUAGES``), each as its alternatives
+#: (``_branches``); an alternative whose literals a text holds none of is not searched.
+_RULE_PARTS: tuple[tuple[tuple[_Branch, ...], ...], ...] = tuple(
+    tuple(_branches(part) for part in (p, _MORE_LANGUAGES.get(n)) if part) for n, _, p in _RULES_SPEC)
+#: Every alternative's pattern and its most selective literals (``required_literals``), flat.
+_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(c for parts in _RULE_PARTS for part in parts for c, _, _ in part)
+_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(
+    needs for parts in _RULE_PARTS for part in parts for _, needs, _ in part)
+
+
+class _Needles:
+    """Which of many strings occur in a text, found in one search instead of one substring test each
+    (thousands per text): a trie of them as one pattern, tried at every position inside a lookahead so
+    overlapping occurrences are all seen. It gives the longest string starting at each position; the
+    shorter ones starting there are its prefixes, looked up."""
+
+    def __init__(self, needles: Iterable[str]) -> None:
+        needles = set(needles)
+        trie: dict = {}
+        for s in needles:
+            node = trie
+            for ch in s:
+                node = node.setdefault(ch, {})
+            node[""] = {}
+        self._pattern = re.compile("(?=(" + self._regex(trie) + "))")
+        self._with_prefixes = {s: frozenset(s[:k] for k in range(1, len(s) + 1) if s[:k] in needles) for s in needles}
+
+    @classmethod
+    def _regex(cls, node: dict) -> str:
+        alts = [re.escape(ch) + cls._regex(child) for ch, child in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return f"(?:{body})?" if "" in node else body  # greedy: the longer string first
+
+    def present(self, text: str) -> set[str]:
+        return set().union(*map(self._with_prefixes.__getitem__, set(self._pattern.findall(text))))
+
+
+_ALL_NEEDLES = {s for needs in _RULE_NEEDS if needs for s in needs}
+#: The ASCII ones apart: an ASCII text cannot hold the others (most of the other languages' literals).
+_NEEDLES_ASCII = _Needles(s for s in _ALL_NEEDLES if s.isascii())
+_NEEDLES = _Needles(_ALL_NEEDLES)
 
 
 
@@ -785,7 +868,7 @@ def _sentences(text: str) -> list[str]:
 def features(window: str) -> list[int]:
     """Hashed feature ids of one window: words, adjacent word pairs, and character 4- and 5-grams."""
     low = " ".join(window.lower().split())
-    return sorted(_hashed(_grams(low, _WORD.findall(low))))
+    return sorted(_own_ids([low], [_WORD.findall(low)])[0])
 
 
 def _grams(low: str, words: list[str]) -> set[str]:
@@ -803,13 +886,61 @@ def _hashed(grams: Iterable[str]) -> set[int]:
     return {zlib.crc32(g.encode()) & mask for g in grams}
 
 
+def _crc_table() -> np.ndarray:
+    """The table of ``zlib.crc32`` (CRC-32, reversed polynomial 0xEDB88320)."""
+    t = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        t = np.where(t & 1, (t >> 1) ^ np.uint32(0xEDB88320), t >> 1).astype(np.uint32)
+    return t
+
+
+_CRC_TABLE = _crc_table()
+
+
+def _char_gram_ids(text: str, prefix: bytes, n: int) -> list[int]:
+    """``zlib.crc32(prefix + g) & mask`` of every ``n``-character gram ``g`` of an ASCII ``text``, in
+    order, computed a byte at a time for all grams at once: hashing each gram in Python was a third
+    of a document passage's scan."""
+    data = np.frombuffer(text.encode("ascii"), dtype=np.uint8).astype(np.uint32)
+    m = len(data) - n + 1
+    if m <= 0:
+        return []
+    crc = np.full(m, zlib.crc32(prefix) ^ 0xFFFFFFFF, dtype=np.uint32)
+    for j in range(n):
+        crc = _CRC_TABLE[(crc ^ data[j:j + m]) & 0xFF] ^ (crc >> 8)
+    return ((crc ^ 0xFFFFFFFF) & ((1 << HASH_BITS) - 1)).tolist()
+
+
+def _own_ids(lows: list[str], words: list[list[str]]) -> list[set[int]]:
+    """``_hashed(_grams(low, ws))`` of each lower-cased, space-normalized text and its words; the
+    character grams of the ASCII ones hashed together (``_char_gram_ids``) over their padded texts
+    joined, each text's grams then cut out of the joined ones (those across a joint are unused)."""
+    ascii_ = [k for k, low in enumerate(lows) if low.isascii()]
+    padded = [" " + lows[k] + " " for k in ascii_]
+    joined = "".join(padded)
+    c4, c5 = _char_gram_ids(joined, b"c", 4), _char_gram_ids(joined, b"c5", 5)
+    out: list[set[int]] = [set() for _ in lows]
+    at = 0
+    for k, p in zip(ascii_, padded):
+        ids = out[k]
+        ids.update(c4[at:at + max(len(p) - 3, 0)])
+        ids.update(c5[at:at + max(len(p) - 4, 0)])
+        ws = words[k]
+        ids |= _hashed({"w" + w for w in ws} | {"b" + a + " " + b for a, b in zip(ws, ws[1:])})
+        at += len(p)
+    for k, low in enumerate(lows):
+        if not low.isascii():
+            out[k] = _hashed(_grams(low, words[k]))
+    return out
+
+
 def _pair_features(sentences: list[str]) -> Iterator[tuple[str, set[int]]]:
     """(window, ``features(window)`` as a set) of each pair of adjacent sentences, the features of
     each sentence hashed once: a window's are its two sentences' own plus the few word pairs and
     character grams that span the space joining them."""
     lows = [" ".join(s.lower().split()) for s in sentences]
     words = [_WORD.findall(low) for low in lows]
-    own = [_hashed(_grams(low, ws)) for low, ws in zip(lows, words)]
+    own = _own_ids(lows, words)
     for k in range(len(sentences) - 1):
         a, b = lows[k], lows[k + 1]
         joined = " " + a[-4:] + " " + b[:4] + " "
@@ -927,15 +1058,31 @@ def _excerpt(text: str, m: re.Match[str]) -> str:
     return s if len(s) <= EXCERPT_CHARS else s[: EXCERPT_CHARS - 1] + "…"
 
 
+def _first_match(part: tuple[_Branch, ...], low: str, present: set[str]) -> re.Match[str] | None:
+    """What a search of the whole part would find: the match that starts first, the earlier alternative's
+    on a tie. Alternatives whose literals are not ``present`` in ``low`` are not searched."""
+    best = None
+    for pattern, needs, more in part:
+        if needs is not None and needs.isdisjoint(present):
+            continue
+        if not all(any(s in low for s in strings) for strings in more):
+            continue
+        m = pattern.search(low)
+        if m and (best is None or m.start() < best.start()):
+            best = m
+            if not m.start():
+                break
+    return best
+
+
 def _match(text: str, view: str) -> list[Finding]:
     out = []
     low = text.lower()
     if len(low) == len(text):  # positions carry over, so excerpts are cut from the text as written
-        for rule, parts in zip(RULES, _RULE_PARTS_ASCII if low.isascii() else _RULE_PARTS):
-            for pattern, needs in parts:
-                if needs is not None and not any(s in low for s in needs):
-                    continue
-                m = pattern.search(low)
+        present = (_NEEDLES_ASCII if low.isascii() else _NEEDLES).present(low)
+        for rule, parts in zip(RULES, _RULE_PARTS):
+            for part in parts:
+                m = _first_match(part, low, present)
                 if m:
                     out.append(Finding(rule.name, _excerpt(text, m), view))
                     break

@@ -39,6 +39,21 @@ def required_literals(pattern: str, flags: int = 0) -> frozenset[str] | None:
     return frozenset(need) if need else None
 
 
+def required_literal_sets(pattern: str, flags: int = 0) -> list[frozenset[str]]:
+    """Every set of strings found such that each match of ``pattern`` contains one string of each set
+    (``required_literals`` gives the most selective one alone), or [] if none is known: a text must
+    hold one of each, and the sets of the words an alternative joins ("send ... data ... http") are
+    rarely all matched by a text even when each one often is."""
+    if flags & re.I:
+        return []
+    tree = _p.parse(pattern, flags)
+    if tree.state.flags & re.I:
+        return []
+    found: list[set[str]] = []
+    _needed(list(tree), found)
+    return list(dict.fromkeys(frozenset(s) for s in found))
+
+
 def _exact(items: list[Any]) -> set[str] | None:
     """Every string the sequence ``items`` can match, if it is a small finite set of literals."""
     out = {""}
@@ -86,15 +101,18 @@ def _class(items: list[Any]) -> set[str] | None:
     return chars if len(chars) <= 8 else None
 
 
-def _needed(items: list[Any]) -> set[str] | None:
+def _needed(items: list[Any], found: list[set[str]] | None = None) -> set[str] | None:
     """A set of strings one of which every match of the sequence contains (the most selective one
-    found), or None."""
+    found), or None; every such set found is also appended to ``found``, if given."""
     best: set[str] | None = None
 
     def consider(cand: set[str] | None) -> None:
         nonlocal best
-        if cand and all(cand) and (best is None or _better(cand, best)):
-            best = cand
+        if cand and all(cand):
+            if found is not None:
+                found.append(cand)
+            if best is None or _better(cand, best):
+                best = cand
 
     run = {""}  # what the current run of exact items can match (a run is cut where it would grow too big)
     for item in items:
@@ -110,13 +128,13 @@ def _needed(items: list[Any]) -> set[str] | None:
         run = {""}
         op, av = item
         if op is _c.SUBPATTERN and not (av[1] & re.I or av[2]):
-            consider(_needed(list(av[3])))
+            consider(_needed(list(av[3]), found))  # what a group needs, the sequence holding it needs
         elif op is _c.BRANCH:
             parts = [_needed(list(b)) for b in av[1]]
             if all(p is not None for p in parts):
                 consider(set().union(*parts))  # type: ignore[arg-type]
         elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT) and av[0] >= 1:
-            consider(_needed(list(av[2])))
+            consider(_needed(list(av[2]), found))
     consider(run)
     return best
 
