@@ -105,6 +105,9 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         chroma_dir = os.path.join(data_dir, "chroma")
         checks.append(Check("archival", "Chroma (embedded)", chroma_dir, True,
                             "directory present" if os.path.isdir(chroma_dir) else "made on first use"))
+        recent = os.path.join(data_dir, "archival_recent.sqlite")  # ``services.ARCHIVAL_RECENT_FILE``
+        ok, detail = _sqlite(recent)
+        checks.append(Check("archival, recent writes", "SQLite + numpy", recent, ok, detail))
         recall = os.path.join(data_dir, "recall.sqlite")  # ``pagefault.stores.services.RECALL_FILE``
         ok, detail = _sqlite(recall)
         checks.append(Check("recall vectors", "SQLite + numpy", recall, ok, detail))

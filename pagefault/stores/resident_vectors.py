@@ -304,7 +304,8 @@ class ResidentCollection:
         if want_meta:
             out["metadatas"] = [found[i][1] or None for i in hits]
         if want_emb:
-            out["embeddings"] = np.asarray(vecs, dtype=np.float32).reshape(len(hits), -1)
+            out["embeddings"] = (np.asarray(vecs, dtype=np.float32) if hits
+                                 else np.zeros((0, self._matrix.shape[1]), dtype=np.float32))
         return out
 
     def get(self, ids: Sequence[str] | None = None, where: Mapping[str, Any] | None = None,

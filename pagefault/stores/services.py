@@ -23,6 +23,7 @@ from pagefault.stores.lexical import LexicalIndex
 from pagefault.stores.pg_lexical import PostgresLexicalIndex
 from pagefault.stores.recall import RecallIndex
 from pagefault.stores.resident_vectors import ResidentCollection
+from pagefault.stores.tiered import TieredCollection
 
 #: Chroma keeps writes in a log and folds them into its HNSW index every ``sync_threshold`` records
 #: (default 1,000); each write costs more the longer that log is (1 record into 100k: 7 ms just after a
@@ -30,6 +31,8 @@ from pagefault.stores.resident_vectors import ResidentCollection
 HNSW_WRITES = {"sync_threshold": 100, "batch_size": 100}
 #: Where recall's vectors live on the embedded setup (``resident_vectors``), beside ``lexical.sqlite``.
 RECALL_FILE = "recall.sqlite"
+#: Where archival's recent small writes wait to move to Chroma on the embedded setup (``tiered``).
+ARCHIVAL_RECENT_FILE = "archival_recent.sqlite"
 
 log = logging.getLogger(__name__)
 _open: dict[tuple[str, str, str], "MemoryServices"] = {}
@@ -86,8 +89,14 @@ class MemoryServices:
                     recall = RecallIndex(hybrid("recall"), hybrid("recall_unit"))
                 else:  # recall's many writes stay off Chroma's GIL-holding writer (``resident_vectors``)
                     recall = RecallIndex(*(resident_hybrid(client, path, kind, emb) for kind in ("recall", "recall_unit")))
-                # One process owns an embedded directory, so it may write archival inserts behind the turn.
-                archival = ArchivalStore(hybrid("archival"), journal_path=None if server else index_path)
+                # One process owns an embedded directory, so it may write archival inserts behind the turn,
+                # and keep its small writes off Chroma's GIL-holding writer until they are many (``tiered``).
+                archival_index = hybrid("archival")
+                if not server:
+                    archival_index.collection = TieredCollection(
+                        archival_index.collection, ResidentCollection(os.path.join(path, ARCHIVAL_RECENT_FILE),
+                                                                      "pagefault_archival"))
+                archival = ArchivalStore(archival_index, journal_path=None if server else index_path)
                 _open[key] = cls(path, emb, archival, recall, client, server, shared)
             return _open[key]
 
