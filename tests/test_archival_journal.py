@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import textwrap
+import time
 
 import pytest
 
@@ -115,3 +116,17 @@ def test_rows_another_process_wrote_are_not_waited_for(data_dir):
     svc.archival.journal.flush(timeout=20)  # returns: nothing it waits for is left
     assert not svc.archival.journal.is_pending(first.id) and not svc.archival.journal.is_pending(second.id)
     assert svc.archival.get(scope, first.id) is not None
+
+
+def test_a_coming_search_stops_the_writer_lingering_without_waiting(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    journal = svc.archival.journal
+    assert journal.hurry() is False, "nothing pending: nothing to hurry"
+    journal.linger = 30.0  # left alone, the writer would wait this long for more inserts
+    rec = svc.archival.insert(scope, "The red bicycle is chained behind the bakery.", defer=True)
+    assert journal.hurry() is True  # returns at once; the writer writes without a read waiting
+    deadline = time.monotonic() + 20
+    while journal.is_pending(rec.id) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not journal.is_pending(rec.id)
+    assert [r.id for r, _ in svc.archival.search(scope, "red bicycle bakery", 1)] == [rec.id]

@@ -51,6 +51,7 @@ class ArchivalJournal:
         self._prepare = prepare  # work ``apply`` will need that holds no lock and no GIL: embedding the texts
         self._prepared_seq = 0
         self._waiting = 0  # reads in ``flush``
+        self._hurried = False  # a read is coming (``hurry``)
         self._appended = 0  # highest journal row this process appended
         self.linger = LINGER_SECONDS
         # Autocommit, every statement read to its end, and only under ``_cond``: the turn and the writer
@@ -93,6 +94,16 @@ class ArchivalJournal:
         with self._cond:
             return [r for r, s in self._pending.items() if s == scope.key]
 
+    def hurry(self) -> bool:
+        """Tell the writer to stop lingering, without waiting; False if nothing is pending. A search
+        calls this, embeds its query while the writer writes, then waits (``flush``)."""
+        with self._cond:
+            if not self._pending:
+                return False
+            self._hurried = True
+            self._cond.notify_all()
+        return True
+
     def in_writer(self) -> bool:
         return getattr(self._local, "writer", False)
 
@@ -126,7 +137,8 @@ class ArchivalJournal:
         deadline = time.monotonic() + self.linger
         while True:
             with self._cond:
-                if self._waiting > 0:
+                if self._waiting > 0 or self._hurried:
+                    self._hurried = False
                     return
                 rows = self._db.execute("SELECT seq, entry FROM archival_journal WHERE seq > ? ORDER BY seq",
                                         (self._prepared_seq,)).fetchall() if self._prepare else []
@@ -134,7 +146,8 @@ class ArchivalJournal:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    self._cond.wait_for(lambda: self._waiting > 0 or self._appended > self._prepared_seq, left)
+                    self._cond.wait_for(
+                        lambda: self._waiting > 0 or self._hurried or self._appended > self._prepared_seq, left)
                     continue
                 self._prepared_seq = rows[-1][0]
             try:
