@@ -99,6 +99,9 @@ def test_a_move_cut_short_by_a_crash_is_finished_on_open(tmp_path):
     col = TieredCollection(cold, hot)
     assert hot.get(include=[])["ids"] == ["r1"]
     assert col.count() == 2 and sorted(col.get(include=[])["ids"]) == ["r1", "r2"]
+    put(hot, [2])  # another process mid-move, seen from this one
+    q = col.query(query_embeddings=[vec(2)], n_results=3, include=["distances"])
+    assert q["ids"][0][:2] == ["r2", "r1"] and len(set(q["ids"][0])) == len(q["ids"][0])
 
 
 def test_archival_inserts_of_a_turn_are_resident_then_in_chroma(tmp_path, monkeypatch):

@@ -139,8 +139,11 @@ class TieredCollection:
         out: dict[str, Any] = {"ids": [], **{k: ([] if k in include else None)
                                              for k in ("documents", "metadatas", "distances")}}
         for q in range(len(cold["ids"])):
+            # Another process on the directory may be mid-move: an id in both tiers counts once.
             rows = [(d, tier, n) for tier in (hot, cold) for n, d in enumerate(tier["distances"][q])]
             rows.sort(key=lambda r: r[0])
+            seen: set[str] = set()
+            rows = [r for r in rows if not (r[1]["ids"][q][r[2]] in seen or seen.add(r[1]["ids"][q][r[2]]))]
             rows = rows[:n_results]
             out["ids"].append([t["ids"][q][n] for _, t, n in rows])
             for key in ("documents", "metadatas", "distances"):
