@@ -24,7 +24,7 @@ import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Collection, Iterable, Iterator
+from typing import Collection, Iterable, Iterator, NamedTuple
 
 import numpy as np
 
@@ -695,7 +695,7 @@ class Rule:
 
 
 #: Fifth round: the same families in more languages (see ``_OVERRIDE_ML`` and the others above), part of
-#: their rule's pattern but searched on their own (with their own literals, see ``_RULE_PARTS``), so that
+#: their rule's pattern but searched on their own (with their own literals, see ``_tables``), so that
 #: English text pays little for them.
 _MORE_LANGUAGES: dict[str, str] = {
     "override": _OVERRIDE_ML,
@@ -769,16 +769,42 @@ def _branches(part: str) -> tuple[_Branch, ...]:
     return tuple(out)
 
 
-#: The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
-#: fast literal scans and made the rules cost twice as much on a document's passages. Per rule, its parts
-#: (the pattern of ``_RULES_SPEC``, then that of ``_MORE_LANGUAGES``), each as its alternatives
-#: (``_branches``); an alternative whose literals a text holds none of is not searched.
-_RULE_PARTS: tuple[tuple[tuple[_Branch, ...], ...], ...] = tuple(
-    tuple(_branches(part) for part in (p, _MORE_LANGUAGES.get(n)) if part) for n, _, p in _RULES_SPEC)
-#: Every alternative's pattern and its most selective literals (``required_literals``), flat.
-_RULES_LOWER: tuple[re.Pattern[str], ...] = tuple(c for parts in _RULE_PARTS for part in parts for c, _, _ in part)
-_RULE_NEEDS: tuple[frozenset[str] | None, ...] = tuple(
-    needs for parts in _RULE_PARTS for part in parts for _, needs, _ in part)
+class _Tables(NamedTuple):
+    """The rules for text already lower-cased, matched case-sensitively: IGNORECASE keeps ``re`` from its
+    fast literal scans and made the rules cost twice as much on a document's passages. ``parts``: per rule,
+    its parts (the pattern of ``_RULES_SPEC``, then that of ``_MORE_LANGUAGES``), each as its alternatives
+    (``_branches``); an alternative whose literals a text holds none of is not searched. ``lower`` and
+    ``needs``: every alternative's pattern and its most selective literals (``required_literals``), flat.
+    ``needles`` / ``needles_ascii``: every literal, and the ASCII ones apart (an ASCII text cannot hold
+    the others, most of the other languages' literals)."""
+
+    parts: tuple[tuple[tuple[_Branch, ...], ...], ...]
+    lower: tuple[re.Pattern[str], ...]
+    needs: tuple[frozenset[str] | None, ...]
+    needles: "_Needles"
+    needles_ascii: "_Needles"
+
+
+@functools.cache
+def _tables() -> _Tables:
+    """Built on the first scan, not at import: compiling some 300 alternatives and two tries took ~0.6 s,
+    which every process importing pagefault paid, scanning or not."""
+    parts = tuple(tuple(_branches(part) for part in (p, _MORE_LANGUAGES.get(n)) if part) for n, _, p in _RULES_SPEC)
+    lower = tuple(c for rule in parts for part in rule for c, _, _ in part)
+    needs = tuple(n for rule in parts for part in rule for _, n, _ in part)
+    every = {s for n in needs if n for s in n}
+    return _Tables(parts, lower, needs, _Needles(every), _Needles(s for s in every if s.isascii()))
+
+
+def __getattr__(name: str) -> object:
+    """The tables under their former module names (tests read them)."""
+    if name == "_ALL_NEEDLES":
+        return {s for n in _tables().needs if n for s in n}
+    table = {"_RULE_PARTS": "parts", "_RULES_LOWER": "lower", "_RULE_NEEDS": "needs", "_NEEDLES": "needles",
+             "_NEEDLES_ASCII": "needles_ascii"}.get(name)
+    if table is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(_tables(), table)
 
 
 class _Needles:
@@ -810,10 +836,6 @@ class _Needles:
         return set().union(*map(self._with_prefixes.__getitem__, set(self._pattern.findall(text))))
 
 
-_ALL_NEEDLES = {s for needs in _RULE_NEEDS if needs for s in needs}
-#: The ASCII ones apart: an ASCII text cannot hold the others (most of the other languages' literals).
-_NEEDLES_ASCII = _Needles(s for s in _ALL_NEEDLES if s.isascii())
-_NEEDLES = _Needles(_ALL_NEEDLES)
 
 
 
@@ -1079,8 +1101,9 @@ def _match(text: str, view: str) -> list[Finding]:
     out = []
     low = text.lower()
     if len(low) == len(text):  # positions carry over, so excerpts are cut from the text as written
-        present = (_NEEDLES_ASCII if low.isascii() else _NEEDLES).present(low)
-        for rule, parts in zip(RULES, _RULE_PARTS):
+        tables = _tables()
+        present = (tables.needles_ascii if low.isascii() else tables.needles).present(low)
+        for rule, parts in zip(RULES, tables.parts):
             for part in parts:
                 m = _first_match(part, low, present)
                 if m:
