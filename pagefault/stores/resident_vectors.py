@@ -134,7 +134,10 @@ class ResidentCollection:
         try:
             changes = self._db.execute("SELECT seq, id, added FROM records_log WHERE seq > ? AND kind = ? "
                                        "ORDER BY seq", (self._seq, self.name)).fetchall()
-            last = self._db.execute("SELECT coalesce(max(seq), 0), coalesce(min(seq), 0) FROM records_log").fetchone()
+            # Two queries: SQLite answers a lone max() or min() from the key, but both in one SELECT by
+            # reading every row of the log (2.5 ms at 50k rows, at each other connection's commit).
+            last = (self._db.execute("SELECT coalesce(max(seq), 0) FROM records_log").fetchone()[0],
+                    self._db.execute("SELECT coalesce(min(seq), 0) FROM records_log").fetchone()[0])
         finally:
             self._db.execute("COMMIT")
         if last[1] > self._seq + 1:  # entries this process had not read were pruned
