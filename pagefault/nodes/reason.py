@@ -52,6 +52,8 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         response = model.invoke([main.system_message(), *state.messages], config)
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(response.content))
+        if not (response.tool_calls or response.invalid_tool_calls):  # the answer: this turn is over
+            services(ctx).turn_over()
         update = {
             "messages": [response],
             "recall_indexed": indexed,

@@ -11,7 +11,8 @@ BM25, in order, then deletes the row. What keeps this safe:
 - A write that fails (a lock held too long, a full disk) stays journalled; the read that waits for
   it gets the error, and the next insert or read retries it.
 
-The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits, and writes the records
+The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits or the turn is over
+(``hurry``: a search is coming, or the answer is out), and writes the records
 that state no fact together (one read and one write of the stores); facts go one by one.
 
 Only the embedded setup journals: with a Chroma server or Postgres, replicas share the stores, and a
@@ -172,6 +173,7 @@ class ArchivalJournal:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
             self._linger()
             with self._cond:
+                self._hurried = False  # a hurry is for what is journalled now; later inserts linger again
                 rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
                 # Rows gone from the table were written by another process on this directory (a CLI
                 # opened beside a server replays what it finds); waiting for them would never end.

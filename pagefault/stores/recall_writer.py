@@ -14,7 +14,8 @@ process and goes on. What keeps this safe:
 - A failed job (a store down) is logged and left unconfirmed; the next sync retries it.
 
 The worker lingers ``LINGER_SECONDS`` for more turns before it writes, unless someone is waiting
-for it, so several turns share one embedding run and one write per index.
+for it or the turn is over (``hurry``), so the steps of a turn share one embedding run and one
+write per index.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class RecallWriter:
         self._submitted: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
         self._done: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
         self._waiting = 0  # callers in ``flush``
+        self._hurried = False  # the turn is over (``hurry``): write what is queued now
         self.linger = LINGER_SECONDS
         self.failures = 0
         self.busy_seconds = 0.0  # time spent indexing, for benchmarks: the work left the turn, not the machine
@@ -137,6 +139,17 @@ class RecallWriter:
             finally:
                 self._waiting -= 1
 
+    def hurry(self) -> bool:
+        """Stop lingering and write what is queued, without waiting; False if nothing is queued. Called
+        when a turn's answer is out: nothing more comes until the next turn, and a write that ran in the
+        pause between turns is one the next turn's search or compaction does not wait for."""
+        with self._cond:
+            if not self._queue:
+                return False
+            self._hurried = True
+            self._cond.notify_all()
+        return True
+
     # -- the worker -----------------------------------------------------------------------
     def _thread_map(self, table: OrderedDict[tuple[str, str], dict[int, str]], key: tuple[str, str]) -> dict[int, str]:
         seen = table.setdefault(key, {})
@@ -175,6 +188,7 @@ class RecallWriter:
             self._linger()
             with self._cond:
                 jobs = self._current = self._take()
+                self._hurried = False  # a hurry is for what was queued; the next turn lingers again
             start = time.perf_counter()
             try:
                 for job in jobs:
@@ -193,13 +207,14 @@ class RecallWriter:
         unprepared = lambda: self._prepare is not None and any(not j.prepared for j in self._queue)  # noqa: E731
         while True:
             with self._cond:
-                if self._waiting > 0:
+                if self._waiting > 0 or self._hurried:
+                    self._hurried = False
                     return
                 if not unprepared():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    self._cond.wait_for(lambda: self._waiting > 0 or unprepared(), left)
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or unprepared(), left)
                     continue
                 todo = [j for j in self._queue if not j.prepared]
                 for j in todo:

@@ -49,6 +49,14 @@ class MemoryServices:
     chroma_url: str = ""
     database_url: str = ""  # set when the BM25 shadow is in Postgres
 
+    def turn_over(self) -> None:
+        """The turn's answer is out: the write-behind threads (recall's writer, archival's journal) stop
+        lingering for more of it and write now, in the pause before the next turn, instead of when that
+        turn's search or compaction has to wait for them."""
+        self.recall.writer.hurry()
+        if self.archival.journal is not None:
+            self.archival.journal.hurry()
+
     @classmethod
     def open(cls, data_dir: str, *, chroma_url: str | None = None, database_url: str | None = None
              ) -> "MemoryServices":
