@@ -171,9 +171,9 @@ def bare_graph(checkpointer: Any):
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     from pagefault.models.offline import OfflineChatModel
-    from pagefault.tokens import TokenCounter
+    from pagefault.tokens import token_counter
 
-    model, counter = OfflineChatModel(), TokenCounter("offline")
+    model, counter = OfflineChatModel(), token_counter("offline")  # the counter the model and pagefault share
 
     def call(state: MessagesState) -> dict[str, Any]:
         messages = state["messages"]

@@ -45,10 +45,10 @@ from pagefault.models import token_model_name
 from pagefault.nodes.compact import plan_compaction, summarize
 from pagefault.nodes.main_context import MainContext, build_main_context
 from pagefault.nodes.recall_sync import sync_recall
-from pagefault.nodes.wiring import scope_of, services, thread_id, token_counter
+from pagefault.nodes.wiring import scope_of, services, thread_id
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.procedures import ProceduralMemory
-from pagefault.tokens import TokenCounter, message_text
+from pagefault.tokens import TokenCounter, message_text, token_counter
 from pagefault.toolkit import embedded_store, memory_tools, resolve_context
 
 _OUTPUT_ONLY = OmitFromSchema(input=True, output=False)

@@ -216,3 +216,16 @@ def message_text(message: BaseMessage) -> str:
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
     return "\n".join(parts)
+
+
+_counters: dict[str, TokenCounter] = {}
+_counters_lock = threading.Lock()
+
+
+def token_counter(model_name: str) -> TokenCounter:
+    """The process's counter for ``model_name``: the graph and the offline model count the same
+    messages and prompts, and one cache spares counting each of them twice."""
+    with _counters_lock:
+        if model_name not in _counters:
+            _counters[model_name] = TokenCounter(model_name)
+        return _counters[model_name]

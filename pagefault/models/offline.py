@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence
 
@@ -40,7 +39,7 @@ from pydantic import ConfigDict, Field
 from pagefault.redact import redact
 from pagefault.stores.lexical import query_terms
 from pagefault.stores.validity import parse_fact
-from pagefault.tokens import TokenCounter, message_text
+from pagefault.tokens import message_text, token_counter
 
 #: The compaction node's instruction; the offline model recognises it by this first line.
 SUMMARY_INSTRUCTION = "Summarize the conversation excerpt below for your own future reference."
@@ -73,18 +72,6 @@ def _first_sentence(text: str, limit: int = _SUMMARY_SNIPPET) -> str:
     m = re.search(r"(?<=[.!?])\s", text)
     s = text[: m.start()] if m else text
     return s if len(s) <= limit else s[: limit - 1] + "…"
-
-
-_counter: TokenCounter | None = None
-_counter_lock = threading.Lock()
-
-
-def _token_counter() -> TokenCounter:
-    global _counter
-    with _counter_lock:
-        if _counter is None:
-            _counter = TokenCounter("offline")
-        return _counter
 
 
 def _forced_tool(tool_choice: Any) -> str | bool | None:
@@ -191,11 +178,11 @@ class OfflineChatModel(BaseChatModel):
                 if seq and seq in text:
                     text = text[: text.index(seq)]
             limit = kwargs.get("max_tokens", self.max_tokens)
-            counter = _token_counter()
+            counter = token_counter("offline")
             if limit is not None and counter.count_text(text) > limit:
                 text = counter.encoding.decode(counter.encoding.encode_ordinary(text)[: max(limit, 0)])
             message = message.model_copy(update={"content": text})
-        counter = _token_counter()
+        counter = token_counter("offline")
         read = counter.count_messages(messages) + (counter.count_tools(schemas) if schemas else 0)
         wrote = counter.count_message(message)
         meta = {**message.response_metadata, "model_name": str(kwargs.get("model") or self.model_name),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -18,19 +17,8 @@ from pagefault.models import load_chat_model, token_model_name
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
-from pagefault.tokens import TokenCounter
+from pagefault.tokens import TokenCounter, token_counter
 from pagefault.tools import MEMORY_TOOL_SCHEMAS
-
-_counters: dict[str, TokenCounter] = {}
-_counter_lock = threading.Lock()
-
-
-def token_counter(model_name: str) -> TokenCounter:
-    with _counter_lock:
-        if model_name not in _counters:
-            _counters[model_name] = TokenCounter(model_name)
-        return _counters[model_name]
-
 
 @dataclass
 class Wiring:
