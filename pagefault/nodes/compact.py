@@ -103,13 +103,23 @@ def transcript(messages: Sequence[BaseMessage]) -> str:
 
 
 def fit_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
-    """Keep the newest lines of a summary that has outgrown its share of the window."""
+    """Keep the newest lines of a summary that has outgrown its share of the window: as many as fit,
+    found by bisection (dropping lines one at a time re-counted the whole summary for each line)."""
     if counter.count_text(summary) <= max_tokens:
         return summary
     lines = summary.splitlines()
-    while lines and counter.count_text("\n".join(["(older summary dropped)", *lines])) > max_tokens:
-        lines.pop(0)
-    return "\n".join(["(older summary dropped)", *lines]) if lines else ""
+
+    def kept(drop: int) -> str:
+        return "\n".join(["(older summary dropped)", *lines[drop:]])
+
+    lo, hi = 0, len(lines)  # dropping ``hi`` lines (all of them) always fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if counter.count_text(kept(mid)) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return kept(lo) if lo < len(lines) else ""
 
 
 def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
