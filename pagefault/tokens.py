@@ -19,6 +19,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from collections import OrderedDict
@@ -115,6 +116,13 @@ def is_openai_model(model: str) -> bool:
 #: Texts at least this long have their counts remembered (``count_text``), up to LONG_TEXTS_KEPT of them.
 LONG_TEXT_CHARS = 200
 LONG_TEXTS_KEPT = 256
+#: Lines of long texts whose counts are remembered.
+LINES_KEPT = 20_000
+#: Where a long text is cut into lines to count: after a line break, before a letter or digit. The
+#: encodings' pre-tokenizers never join across such a point (a pre-token that takes in line breaks
+#: ends there, or, in o200k, takes in "/" too), so the lines' counts add up to the text's exactly
+#: (a property test checks both encodings).
+_LINE_START = re.compile(r"(?<=\n)(?=[^\W_])")
 
 
 class TokenCounter:
@@ -141,20 +149,33 @@ class TokenCounter:
         self._cache: OrderedDict[tuple, int] = OrderedDict()
         self._cache_size = cache_size
         self._texts: OrderedDict[str, int] = OrderedDict()
+        self._lines: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
         """Tokens in a plain string (special-token text is counted as ordinary text). Long texts are
-        remembered: a run sends the same system prompt and tool schemas at each of its steps."""
+        remembered: a run sends the same system prompt and tool schemas at each of its steps. A long
+        text not seen before is counted line by line, each line remembered: successive prompts and
+        summaries differ in a few lines, and only those are encoded."""
         long = len(text) >= LONG_TEXT_CHARS
         hit = self._recall(self._texts, text) if long else None
         if hit is not None:
             return hit
-        n = len(self.encoding.encode_ordinary(text))
+        if long:
+            n = sum(self._count_line(line) for line in _LINE_START.split(text) if line)
+        else:
+            n = len(self.encoding.encode_ordinary(text))
         n = n if self.margin == 1.0 else -(-n * round(self.margin * 100) // 100)  # ceil, in integers
         if long:
             self._keep(self._texts, text, n, LONG_TEXTS_KEPT)
         return n
+
+    def _count_line(self, line: str) -> int:
+        hit = self._recall(self._lines, line)
+        if hit is None:
+            hit = len(self.encoding.encode_ordinary(line))
+            self._keep(self._lines, line, hit, LINES_KEPT)
+        return hit
 
     def _recall(self, cache: OrderedDict[Any, int], key: Any) -> int | None:
         """A remembered count (marked recently used), or None."""
