@@ -150,3 +150,15 @@ def test_the_writers_write_once_the_answer_is_out(embedded, data_dir, say):
         time.sleep(0.01)
     assert not busy(), "a writer is still lingering after the answer"
     assert svc.recall.count(scope) >= 2 and svc.archival.count(scope) == 1
+
+
+def test_minted_ids_are_left_out_of_the_vector_not_out_of_bm25(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    rid = "arc-" + "0123456789abcdef01234567"
+    state = _state("The kayak is blue.", f"Noted. I saved that to memory ({rid}).")
+    svc.recall.add(scope, "t1", list(enumerate(state.messages)), "cp-1")
+    got = svc.recall.index.collection.get(ids=[recall_id(scope, "t1", 1)], include=["documents", "embeddings"])
+    assert rid in got["documents"][0], "the stored text keeps the id"
+    plain = svc.embeddings.embed_array(["assistant: Noted. I saved that to memory ()."])[0]
+    assert float(got["embeddings"][0] @ plain) > 0.9999, "the vector is the text's without the id"
+    assert [h.turn for h in svc.recall.search(scope, rid, 1)] == [1], "BM25 still finds the id"

@@ -82,6 +82,15 @@ def recall_text(message: BaseMessage) -> str:
 
 
 _CALLED = re.compile(r"\[called (.*)\]\s*$", re.S)
+#: Record ids pagefault mints (archival, recall, imported turns, procedures): ``arc-`` and 24 hex digits.
+_MINTED_ID = re.compile(r"\b(?:arc|rec|imp)-[0-9a-f]{24}\b|\bproc-[0-9a-f]{12}\b")
+
+
+def dense_text(text: str) -> str:
+    """What of a recall entry is embedded: the entry without the record ids in it. An id is meaning to
+    BM25 (a search for it finds it) and noise to a sentence vector, and its hex digits were two thirds
+    of the word pieces of a reply such as "Noted. I saved that to memory (arc-...)"."""
+    return _MINTED_ID.sub("", text)
 
 
 def recall_body(text: str) -> str:
@@ -195,7 +204,7 @@ class RecallIndex:
 
     def _embed_ahead(self, entries: Sequence[tuple[int, BaseMessage]]) -> None:
         """Embed the texts ``add`` will embed (into the embedding cache), while the writer lingers."""
-        self.index.embeddings.embed_array([recall_text(m) for _, m in entries
+        self.index.embeddings.embed_array([dense_text(recall_text(m)) for _, m in entries
                                            if not _truncated(m) and not _bookkeeping(m)])
 
     def _remember(self, scope: Scope, thread_id: str, items: list[IndexedText], vectors: np.ndarray) -> None:
@@ -225,7 +234,7 @@ class RecallIndex:
         Turns are indexed in order, so the turn before a batch is already stored, and the vectors
         do not depend on how turns were batched (a rebuild gives the same ones)."""
         own = [i for i, m in enumerate(messages) if not _bookkeeping(m)]
-        vecs = self.index.embeddings.embed_array([items[i].text for i in own])
+        vecs = self.index.embeddings.embed_array([dense_text(items[i].text) for i in own])
         out = np.zeros((len(items), vecs.shape[1]), dtype=np.float32)
         prev = self._stored_vector(scope, thread_id, int(items[0].metadata["turn"]) - 1) if items and (
             not own or own[0] > 0) else None
@@ -234,7 +243,7 @@ class RecallIndex:
             if i in mine:
                 prev = mine[i]
             elif prev is None:  # nothing before it to borrow from: its own
-                prev = self.index.embeddings.embed_array([items[i].text])[0]
+                prev = self.index.embeddings.embed_array([dense_text(items[i].text)])[0]
             out[i] = prev
         return out
 
