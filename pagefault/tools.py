@@ -12,7 +12,6 @@ hits the poisoning guard flagged marked ``trust=FLAGGED``. The system prompt exp
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -126,8 +125,8 @@ class ProcedureUpdate(BaseModel):
 
 
 class ConversationSearch(BaseModel):
-    """Search past messages of your conversations with this user, including ones no longer in
-    your context window. Each hit cites its thread and turn."""
+    """Search past messages of your conversations with this user: those no longer in your context
+    window, and other conversations. Each hit cites its thread and turn."""
 
     query: str = Field(description="What to look for.")
     top_k: int | None = Field(default=None, description=f"How many results (1-{MAX_TOP_K}).")
@@ -217,17 +216,21 @@ def _headline(n: int, kind: str, flagged: int, hidden: int) -> str:
 H = TypeVar("H")
 
 
-def _search(call: MemoryCall, k: int, run: Callable[[int], list[H]], flags: Callable[[H], tuple[str, ...]]
-            ) -> tuple[list[tuple[H, tuple[str, ...]]], int]:
-    """Run a search; in quarantine mode drop flagged hits, fetching more until ``k`` remain or none are left."""
-    n = k
+def _search(call: MemoryCall, k: int, run: Callable[[int], list[H]], flags: Callable[[H], tuple[str, ...]],
+            seen: Callable[[H], bool] | None = None) -> tuple[list[tuple[H, tuple[str, ...]]], int]:
+    """Run a search; drop hits the model already ``seen``, and in quarantine mode flagged hits, fetching
+    more until ``k`` remain or none are left. Returns the hits and how many flagged ones were dropped.
+    With ``seen``, the first fetch asks for 4k: a search costs about the same for 4k as for k."""
+    n = k if seen is None else min(4 * k, MAX_FETCH)
     while True:
-        found = [(h, flags(h)) for h in run(n)]
-        if call.guard != "quarantine":
-            return found[:k], 0
-        kept = [(h, f) for h, f in found if not f]
-        if len(kept) >= k or len(found) < n or n >= MAX_FETCH:
-            return kept[:k], len(found) - len(kept)
+        got = run(n)
+        found = [(h, flags(h)) for h in got if seen is None or not seen(h)]
+        quarantined = len(found)
+        if call.guard == "quarantine":
+            found = [(h, f) for h, f in found if not f]
+        quarantined -= len(found)
+        if len(found) >= k or len(got) < n or n >= MAX_FETCH:
+            return found[:k], quarantined
         n = min(n * 4, MAX_FETCH)
 
 
@@ -349,8 +352,11 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
     thread = call.thread_id if args.current_thread_only else None
     query = _query(args.query)
     window = (call.thread_id, call.window_start) if call.window_start is not None else None
+    # Messages still in this thread's window are in the prompt already: they are not results. (Whether
+    # the writer had indexed them yet decided whether they came back before.)
+    in_window = (lambda h: h.thread_id == call.thread_id and h.turn >= call.window_start) if window else None
     found, hidden = _search(call, k, lambda n: call.recall.search(call.scope, query, n, thread_id=thread, window=window),
-                            lambda h: _recall_flags(call, h))
+                            lambda h: _recall_flags(call, h), in_window)
     hits, entries = [], []
     for i, (h, flags) in enumerate(found, 1):
         origin = role_source(h.role)

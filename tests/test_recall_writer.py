@@ -162,3 +162,22 @@ def test_minted_ids_are_left_out_of_the_vector_not_out_of_bm25(data_dir):
     plain = svc.embeddings.embed_array(["assistant: Noted. I saved that to memory ()."])[0]
     assert float(got["embeddings"][0] @ plain) > 0.9999, "the vector is the text's without the id"
     assert [h.turn for h in svc.recall.search(scope, rid, 1)] == [1], "BM25 still finds the id"
+
+
+def test_conversation_search_leaves_out_what_is_still_in_the_window(embedded, data_dir):
+    """The model sees its window already: those turns are no results, whether or not the writer has
+    indexed them yet; older turns of the thread and other threads are."""
+    from dataclasses import replace
+
+    from pagefault.stores.core import CoreMemory
+    from pagefault.tools import ConversationSearch, MemoryCall, conversation_search
+
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    texts = ["The kayak is blue.", "Noted.", "The kayak is moored in Split.", "Noted.", "Where is the kayak?", "Noted."]
+    svc.recall.add(scope, "t1", list(enumerate(_state(*texts).messages)), "cp-1")
+    svc.recall.add(scope, "t2", [(0, HumanMessage("My kayak is red.", id="o0"))], "cp-2")
+    call = MemoryCall(scope, "t1", 4, "m4", CoreMemory(embedded.store, scope), svc.archival, svc.recall, window_start=2)
+    hits = conversation_search(call, ConversationSearch(query="kayak", top_k=5)).artifact["hits"]
+    assert {(h["thread_id"], h["turn"]) for h in hits} == {("t1", 0), ("t1", 1), ("t2", 0)}
+    everything = conversation_search(replace(call, window_start=None), ConversationSearch(query="kayak", top_k=10))
+    assert ("t1", 2) in {(h["thread_id"], h["turn"]) for h in everything.artifact["hits"]}
