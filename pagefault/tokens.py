@@ -116,8 +116,10 @@ def is_openai_model(model: str) -> bool:
 #: Texts at least this long have their counts remembered (``count_text``), up to LONG_TEXTS_KEPT of them.
 LONG_TEXT_CHARS = 200
 LONG_TEXTS_KEPT = 256
-#: Lines of long texts whose counts are remembered.
+#: Lines of long texts whose counts are remembered, and the longest line remembered (a longer one is
+#: rare, and holding thousands of them would hold megabytes).
 LINES_KEPT = 20_000
+LINE_KEPT_CHARS = 4_000
 #: Where a long text is cut into lines to count: after a line break, before a letter or digit. The
 #: encodings' pre-tokenizers never join across such a point (a pre-token that takes in line breaks
 #: ends there, or, in o200k, takes in "/" too), so the lines' counts add up to the text's exactly
@@ -171,6 +173,8 @@ class TokenCounter:
         return n
 
     def _count_line(self, line: str) -> int:
+        if len(line) > LINE_KEPT_CHARS:
+            return len(self.encoding.encode_ordinary(line))
         hit = self._recall(self._lines, line)
         if hit is None:
             hit = len(self.encoding.encode_ordinary(line))
