@@ -97,7 +97,8 @@ class ArchivalJournal:
 
     def hurry(self) -> bool:
         """Tell the writer to stop lingering, without waiting; False if nothing is pending. A search
-        calls this, embeds its query while the writer writes, then waits (``flush``)."""
+        calls this, embeds its query while the writer writes, then waits (``flush``); the end of a turn
+        calls it too (``MemoryServices.turn_over``)."""
         with self._cond:
             if not self._pending:
                 return False
