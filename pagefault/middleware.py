@@ -32,7 +32,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
     OmitFromSchema,
 )
-from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config, get_stream_writer
@@ -48,6 +48,7 @@ from pagefault.nodes.recall_sync import sync_recall
 from pagefault.nodes.wiring import scope_of, services, thread_id
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.procedures import ProceduralMemory
+from pagefault.stores.services import MemoryServices
 from pagefault.tokens import TokenCounter, message_text, token_counter
 from pagefault.toolkit import embedded_store, memory_tools, resolve_context
 
@@ -71,6 +72,14 @@ class Prepared:
 
     request: ModelRequest
     update: dict[str, Any]
+    services: MemoryServices
+
+    def answered(self, response: ModelResponse) -> None:
+        """An answer (no tool call left to run) ends the turn: the memory writers write now
+        (``MemoryServices.turn_over``), in the pause before the next turn."""
+        calls = any(isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls) for m in response.result)
+        if not calls or getattr(response, "structured_response", None) is not None:
+            self.services.turn_over()
 
 
 def tool_schema(tool: Any) -> dict[str, Any]:
@@ -120,7 +129,9 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ExtendedModelResponse:
         prepared = self.prepare(request)
-        return ExtendedModelResponse(model_response=handler(prepared.request), command=Command(update=prepared.update))
+        response = handler(prepared.request)
+        prepared.answered(response)
+        return ExtendedModelResponse(model_response=response, command=Command(update=prepared.update))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -128,6 +139,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         # Stores, indexes and the summarizer are synchronous: keep them off the event loop.
         prepared = await asyncio.to_thread(self.prepare, request)
         response = await handler(prepared.request)
+        prepared.answered(response)
         return ExtendedModelResponse(model_response=response, command=Command(update=prepared.update))
 
     def prepare(self, request: ModelRequest) -> Prepared:
@@ -169,7 +181,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         update.update(summary=view.summary, evicted_count=view.evicted_count, compactions=view.compactions,
                       pressure_warned=view.pressure_warned or warn, tokens=main.tokens)
         return Prepared(request.override(system_message=SystemMessage(content=main.system_prompt), messages=messages),
-                        update)
+                        update, svc)
 
     def _compact(self, view: PagefaultState, messages: list[BaseMessage], before: MainContext, ctx: Context,
                  counter: TokenCounter, request: ModelRequest, config: RunnableConfig,
