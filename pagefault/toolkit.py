@@ -94,7 +94,8 @@ class MemoryBinding:
         config = runtime.config if runtime is not None else {}
         thread = (config.get("configurable") or {}).get("thread_id")
         messages = list(_field(runtime.state, "messages", []) or []) if runtime is not None else []
-        offset = int(_field(runtime.state, "evicted_count", 0) or 0) if runtime is not None else 0
+        evicted = _field(runtime.state, "evicted_count", None) if runtime is not None else None
+        offset = int(evicted or 0)
         # Provenance points at the user turn that led to the call, as in the graph's memory node.
         user_idx = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
         svc = services(ctx)
@@ -106,6 +107,9 @@ class MemoryBinding:
             archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
             guard=ctx.guard, untrusted_core_edits=ctx.untrusted_core_edits, redact_secrets=ctx.redact_secrets,
             origins=origins_of(messages, frozenset(MEMORY_TOOLS)),
+            # Under PagefaultMiddleware the state says where the window starts, as in the graph; an app
+            # that trims its own messages keeps no such count, and its searches cover everything.
+            window_start=offset if evicted is not None else None,
         )
 
 

@@ -274,3 +274,16 @@ def test_the_writers_write_once_the_agents_answer_is_out(embedded, data_dir):
         time.sleep(0.01)
     assert not busy(), "a writer is still lingering after the answer"
     assert svc.archival.count(scope) == 1
+
+
+def test_conversation_search_leaves_out_the_agents_window(embedded, data_dir):
+    """Under the middleware, as in the graph: the turns still in the window are no results."""
+    ctx = Context(user_id="ana", data_dir=data_dir)
+    agent = _agent(embedded, ctx)
+    _say(agent, "other", "The green kayak is moored in Split.")
+    _say(agent, "m", "The blue kayak is moored in Bari.")
+    out = _say(agent, "m", "Where is the kayak moored?")
+    found = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "conversation_search"][-1]
+    where = {(h["thread_id"], h["turn"]) for h in found.artifact["hits"]}
+    assert out.get("evicted_count", 0) == 0, "nothing evicted: all of thread m is in the window"
+    assert where and all(thread == "other" for thread, _ in where), where
