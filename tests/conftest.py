@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from langchain_core.messages import HumanMessage
 
-from pagefault import Context, open_embedded
+from pagefault import Context, MemoryServices, Scope, open_embedded
 
 
 @pytest.fixture
@@ -28,3 +30,24 @@ def say():
         return graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=ctx)
 
     return _say
+
+
+@pytest.fixture
+def slow_writers(data_dir):
+    """The memory writers of ``data_dir`` set to linger 30 s; ``idle(scope)`` waits (20 s at most) until
+    neither holds anything unwritten for ``scope``, and says whether that happened."""
+    svc = MemoryServices.open(data_dir)
+    writer, journal = svc.recall.writer, svc.archival.journal
+    writer.linger = journal.linger = 30.0
+
+    def busy(scope: Scope) -> bool:
+        with writer._cond:
+            return bool(writer._queue or writer._current) or bool(journal.pending_in(scope))
+
+    def idle(scope: Scope, timeout: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while busy(scope) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not busy(scope)
+
+    return idle

@@ -253,27 +253,14 @@ def test_middleware_tools_keep_the_graphs_trust_rules(embedded, data_dir):
     assert MemoryServices.open(data_dir).archival.count(Scope("bob")) == 1, "resuming must not write twice"
 
 
-def test_the_writers_write_once_the_agents_answer_is_out(embedded, data_dir):
-    """As in the graph: the answer ends both writers' linger, with no read waiting for them."""
-    import time
-
+def test_the_writers_write_once_the_agents_answer_is_out(embedded, data_dir, slow_writers):
+    """As in the graph: the answer ends both writers' linger (30 s here), with no read waiting for them."""
     ctx = Context(user_id="ana", data_dir=data_dir)
-    svc, scope = MemoryServices.open(data_dir), Scope("ana")
-    writer, journal = svc.recall.writer, svc.archival.journal
-    writer.linger = journal.linger = 30.0  # left alone, each would wait this long for more
     agent = _agent(embedded, ctx)
     _say(agent, "m", "My sister Lucia studies octopuses in Valencia.")
     _say(agent, "m", "Thanks!")
-
-    def busy() -> bool:
-        with writer._cond:
-            return bool(writer._queue or writer._current) or bool(journal.pending_in(scope))
-
-    deadline = time.monotonic() + 20
-    while busy() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not busy(), "a writer is still lingering after the answer"
-    assert svc.archival.count(scope) == 1
+    assert slow_writers(Scope("ana")), "a writer is still lingering after the answer"
+    assert MemoryServices.open(data_dir).archival.count(Scope("ana")) == 1
 
 
 def test_conversation_search_leaves_out_the_agents_window(embedded, data_dir):

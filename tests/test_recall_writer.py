@@ -5,7 +5,6 @@ reads wait for it, eviction waits for it, a failed job is retried, a forked thre
 from __future__ import annotations
 
 import threading
-import time
 
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -130,25 +129,15 @@ def test_a_reader_does_not_wait_for_turns_in_its_own_window(data_dir):
     assert [h.turn for h in svc.recall.search(scope, "boat Aurora", 3)][:1] == [0]
 
 
-def test_the_writers_write_once_the_answer_is_out(embedded, data_dir, say):
-    """A turn's answer ends both writers' linger: what the turn queued is written in the pause before
-    the next turn, with no search or compaction waiting for it."""
+def test_the_writers_write_once_the_answer_is_out(embedded, data_dir, say, slow_writers):
+    """A turn's answer ends both writers' linger (set to 30 s here): what the turn queued is written in
+    the pause before the next turn, with no search or compaction waiting for it."""
     ctx = Context(user_id="ana", data_dir=data_dir, model="offline")
     svc, scope = MemoryServices.open(data_dir), Scope("ana")
-    writer, journal = svc.recall.writer, svc.archival.journal
-    writer.linger = journal.linger = 30.0  # left alone, each would wait this long for more
     graph = embedded.graph()
     say(graph, ctx, "t", "My sister Lucia studies octopuses in Valencia.")  # journals an archival insert
     say(graph, ctx, "t", "Thanks!")  # its start queues the first turn's messages for recall
-
-    def busy() -> bool:
-        with writer._cond:
-            return bool(writer._queue or writer._current) or bool(journal.pending_in(scope))
-
-    deadline = time.monotonic() + 20
-    while busy() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not busy(), "a writer is still lingering after the answer"
+    assert slow_writers(scope), "a writer is still lingering after the answer"
     assert svc.recall.count(scope) >= 2 and svc.archival.count(scope) == 1
 
 
