@@ -796,17 +796,6 @@ def _tables() -> _Tables:
     return _Tables(parts, lower, needs, _Needles(every), _Needles(s for s in every if s.isascii()))
 
 
-def __getattr__(name: str) -> object:
-    """The tables under their former module names (tests read them)."""
-    if name == "_ALL_NEEDLES":
-        return {s for n in _tables().needs if n for s in n}
-    table = {"_RULE_PARTS": "parts", "_RULES_LOWER": "lower", "_RULE_NEEDS": "needs", "_NEEDLES": "needles",
-             "_NEEDLES_ASCII": "needles_ascii"}.get(name)
-    if table is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(_tables(), table)
-
-
 class _Needles:
     """Which of many strings occur in a text, found in one search instead of one substring test each
     (thousands per text): a trie of them as one pattern, tried at every position inside a lookahead so
