@@ -1,8 +1,10 @@
 """Decoded views of a text: what an attacker may have hidden from a plain-text scanner.
 
 An instruction can be smuggled past a pattern scanner inside base64, hex, escapes, invisible
-Unicode tag characters, reversed or leetspeak text, while a model still reads it fluently. The
-poisoning guard scans every view this module returns as well as the text itself.
+Unicode tag characters, reversed, Caesar-shifted or leetspeak text, letters buried under combining
+marks, turned upside down or drawn as emoji, words joined by underscores or scrambled inside, while
+a model still reads it fluently. The poisoning guard scans every view this module returns as well
+as the text itself.
 
 Only runs that decode to readable text become views, so ids, hashes, keys and image data add
 nothing. Work is bounded: at most ``MAX_INPUT`` characters are decoded and views are not
@@ -16,8 +18,10 @@ import binascii
 import codecs
 import html
 import re
+import unicodedata
 import urllib.parse
 from dataclasses import dataclass
+from typing import Callable
 
 #: Characters of input that decoding looks at (pattern rules still see the whole text).
 MAX_INPUT = 250_000
@@ -54,6 +58,64 @@ _REVERSED_MARKERS = tuple(w[::-1] for w in _KEYWORDS)
 _ROT13_MARKERS = tuple(codecs.encode(w, "rot13") for w in _KEYWORDS)
 _LEET_WORD = re.compile(r"\b(?=\w*[a-zA-Z])(?=\w*[013457@$])[\w@$]{3,}\b")
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"})
+#: Common English words: a text whose Caesar shift or reversal holds more of them than the text itself
+#: is read that way too (an injection need not contain any of ``_KEYWORDS``: "reply only with PWNED").
+_COMMON = ("the", "and", "you", "your", "all", "that", "this", "with", "from", "now", "are", "not", "for", "what",
+           "only", "any", "must", "will", "have", "then", "about", "tell", "say", "reply", "user", "instead",
+           "following", "above", "below", "text", "everything", "output", "write", "print", "answer")
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_SHIFTS = [str.maketrans(_LETTERS + _LETTERS.upper(), _LETTERS[k:] + _LETTERS[:k] + (_LETTERS[k:] + _LETTERS[:k]).upper())
+           for k in range(26)]
+
+
+def _hidden_forms() -> dict[str, set[int]]:
+    """Each common word as it reads when hidden by every Caesar shift, and reversed: hidden form -> the
+    readings that recover it (``k``: translate by ``_SHIFTS[k]``; ``-1``: reverse)."""
+    out: dict[str, set[int]] = {}
+    for w in _COMMON + _KEYWORDS:
+        for k in range(1, 26):
+            out.setdefault(w.translate(_SHIFTS[26 - k]), set()).add(k)
+        out.setdefault(w[::-1], set()).add(-1)
+    return out
+
+
+_READINGS = _hidden_forms()
+_WORDS = re.compile(r"[a-z]{3,}")
+#: Generic combining marks (not a script's own vowel signs): stacked on letters they hide the word
+#: ("zalgo" text) from a pattern while a model still reads it.
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
+#: Upside-down letters (text turned 180 degrees: these, in reverse order).
+_UPSIDE_DOWN = str.maketrans("ɐqɔpǝɟƃɥᴉɾʞlɯuodbɹsʇnʌʍxʎz∀ᗺƆᗡƎℲ⅁HIſꓘ˥WNOԀΌᴚS⊥∩ΛMX⅄Z",
+                             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_UPSIDE_DOWN_MARKS = re.compile("[ɐǝɟƃɥᴉɾʞɯɹʇʌʍʎ]")
+#: Letters drawn as emoji: regional indicators, negative circled and negative squared capitals (NFKC
+#: leaves them alone).
+_EMOJI_LETTERS = {**{0x1F1E6 + i: c for i, c in enumerate(_LETTERS)},
+                  **{0x1F150 + i: c for i, c in enumerate(_LETTERS)},
+                  **{0x1F170 + i: c for i, c in enumerate(_LETTERS)}}
+_EMOJI_LETTER = re.compile("[\U0001F1E6-\U0001F1FF\U0001F150-\U0001F169\U0001F170-\U0001F189]")
+#: Words joined by underscores or written in camel case ("ignore_all_previous", "IgnoreAllPrevious").
+_JOINED = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+){2,}\b|\b(?:[A-Z][a-z]+){3,}\b")
+#: Words scrambled inside ("ignroe all prevoius insturctions", read by people and models alike): each
+#: keyword by its first and last letter and the sorted letters between.
+_SCRAMBLE_WORDS = ("ignore", "disregard", "forget", "previous", "instructions", "instruction", "system", "prompt",
+                   "reveal", "override", "bypass", "restrictions", "guidelines", "rules", "password", "secret",
+                   "developer", "mode", "jailbreak", "pretend", "unrestricted", "unfiltered", "censorship",
+                   "policies", "policy", "safety", "filters", "everything", "above", "prior", "earlier", "respond",
+                   "output", "print", "repeat", "execute", "command", "delete", "transfer", "admin",
+                   "credentials", "email", "send", "forward", "assistant", "limitations", "confidential",
+                   "initial", "disclose", "hidden", "original", "directives", "answer", "without", "anything")
+_SCRAMBLED = {(w[0], w[-1], "".join(sorted(w[1:-1]))): w for w in _SCRAMBLE_WORDS}
+_SCRAMBLE_SHAPES = {(w[0], w[-1], len(w)) for w in _SCRAMBLE_WORDS}
+#: Words that make joined or shifted text worth reading as words.
+_TELLING = frozenset(_COMMON + _KEYWORDS + _SCRAMBLE_WORDS)
+_KEYWORD_LIKE = re.compile(r"[A-Za-z]{3,14}")
+#: Keywords with their vowels dropped ("gnr ll prvs nstrctns"), three letters or more.
+_VOWEL = re.compile("[aeiou]")
+_VOWELLESS = {k: w for w in _SCRAMBLE_WORDS for k in [_VOWEL.sub("", w)] if len(k) >= 3}
+#: Latin small capitals, which NFKC leaves alone ("ɪɢɴᴏʀᴇ ᴀʟʟ").
+_SMALL_CAPS = str.maketrans("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")
+_SMALL_CAPS_MARKS = re.compile("[ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ]")
 
 
 @dataclass(frozen=True)
@@ -186,6 +248,71 @@ def _decode_runs(text: str) -> list[View]:
     return out
 
 
+def _readings(lower: str) -> set[int]:
+    """The Caesar shifts (``k``) and the reversal (``-1``) under which the words of a lower-cased text
+    hold at least two common words more than the text itself does, and a fifth of its words (first
+    4,000 characters)."""
+    words = _WORDS.findall(lower[:4000])
+    if len(words) < 3:
+        return set()
+    plain = sum(w in _COMMON or w in _KEYWORDS for w in words)
+    counts: dict[int, int] = {}
+    for w in words:
+        for k in _READINGS.get(w, ()):
+            counts[k] = counts.get(k, 0) + 1
+    return {k for k, n in counts.items() if n >= plain + 2 and n >= len(words) / 5}
+
+
+def _scrambled_key(w: str) -> str | None:
+    if (w[0], w[-1], len(w)) not in _SCRAMBLE_SHAPES:
+        return None
+    hit = _SCRAMBLED.get((w[0], w[-1], "".join(sorted(w[1:-1]))))
+    return hit if hit != w else None
+
+
+def _vowelless_key(w: str) -> str | None:
+    return _VOWELLESS.get(w) if _VOWEL.search(w) is None else None
+
+
+def _keywords_read(text: str, key: Callable[[str], str | None]) -> str | None:
+    """``text`` with each word that ``key`` reads as a keyword replaced by it, if two or more are."""
+    found = {}
+    for word in _KEYWORD_LIKE.findall(text):
+        hit = key(word.lower())
+        if hit is not None:
+            found[word] = hit
+    if len(found) < 2:
+        return None
+    return _KEYWORD_LIKE.sub(lambda m: found.get(m.group(0), m.group(0)), text)
+
+
+def _split_joined(run: str) -> str:
+    return re.sub(r"_|(?<=[a-z])(?=[A-Z])", " ", run)
+
+
+def _glyph_views(text: str) -> list[View]:
+    """Readings of letters drawn otherwise: stacked combining marks, upside down, emoji letters, words
+    joined by underscores or camel case, keywords scrambled inside."""
+    views: list[View] = []
+    marks = len(_COMBINING.findall(text))
+    if marks >= 5 and marks >= 0.2 * sum(c.isalpha() for c in text):
+        views.append(View("combining-marks", _COMBINING.sub("", unicodedata.normalize("NFD", text))))
+    if len(_UPSIDE_DOWN_MARKS.findall(text)) >= 4:
+        views.append(View("upside-down", text[::-1].translate(_UPSIDE_DOWN)))
+    if len(_EMOJI_LETTER.findall(text)) >= 4:
+        views.append(View("emoji-letters", "".join(_EMOJI_LETTERS.get(ord(c), c) for c in text)))
+    joined = [_split_joined(m) for m in _JOINED.findall(text)]
+    if sum(w.lower() in _TELLING for run in joined for w in run.split()) >= 2:
+        views.append(View("joined-words", _JOINED.sub(lambda m: _split_joined(m.group(0)), text)))
+    if len(_SMALL_CAPS_MARKS.findall(text)) >= 4:
+        views.append(View("small-caps", text.translate(_SMALL_CAPS)))
+    for name, key in (("scrambled-words", _scrambled_key), ("vowels-dropped", _vowelless_key)):
+        read = _keywords_read(text, key)
+        if read is not None:
+            views.append(View(name, read))
+    return views
+
+
 def decoded_views(text: str) -> list[View]:
     """Every readable hidden reading of ``text`` (not including ``text`` itself)."""
     text = text[:MAX_INPUT]
@@ -197,10 +324,14 @@ def decoded_views(text: str) -> list[View]:
     if visible != text:
         views.append(View("invisible-stripped", visible))
     lower = visible.lower()
-    if any(m in lower for m in _REVERSED_MARKERS):
+    readings = _readings(lower)
+    if -1 in readings or any(m in lower for m in _REVERSED_MARKERS):
         views.append(View("reversed", visible[::-1]))
-    if any(m in lower for m in _ROT13_MARKERS):
+    if 13 in readings or any(m in lower for m in _ROT13_MARKERS):
         views.append(View("rot13", codecs.encode(visible, "rot13")))
+    for k in sorted(readings - {-1, 13}):  # named by the shift that hid it: "caesar3" reads with 23
+        views.append(View(f"caesar{26 - k}", visible.translate(_SHIFTS[k])))
+    views += _glyph_views(visible)
     if _MIXED_SCRIPT.search(visible):
         views.append(View("homoglyphs", visible.translate(_CONFUSABLES)))
     for m in _ENTITIES.finditer(visible):
