@@ -21,7 +21,6 @@ import re
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass
-from typing import Callable
 
 #: Characters of input that decoding looks at (pattern rules still see the whole text).
 MAX_INPUT = 250_000
@@ -81,6 +80,8 @@ def _hidden_forms() -> dict[str, set[int]]:
 
 _READINGS = _hidden_forms()
 _WORDS = re.compile(r"[a-z]{3,}")
+#: Words of a text that ``_readings`` weighs (its first ones).
+READING_WORDS = 600
 #: Generic combining marks (not a script's own vowel signs): stacked on letters they hide the word
 #: ("zalgo" text) from a pattern while a model still reads it.
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
@@ -96,6 +97,7 @@ _EMOJI_LETTERS = {**{0x1F1E6 + i: c for i, c in enumerate(_LETTERS)},
 _EMOJI_LETTER = re.compile("[\U0001F1E6-\U0001F1FF\U0001F150-\U0001F169\U0001F170-\U0001F189]")
 #: Words joined by underscores or written in camel case ("ignore_all_previous", "IgnoreAllPrevious").
 _JOINED = re.compile(r"\b[A-Za-z]+(?:_[A-Za-z]+){2,}\b|\b(?:[A-Z][a-z]+){3,}\b")
+_CAMEL = re.compile(r"[a-z][A-Z][a-z]+[A-Z]")
 #: Words scrambled inside ("ignroe all prevoius insturctions", read by people and models alike): each
 #: keyword by its first and last letter and the sorted letters between.
 _SCRAMBLE_WORDS = ("ignore", "disregard", "forget", "previous", "instructions", "instruction", "system", "prompt",
@@ -109,10 +111,10 @@ _SCRAMBLED = {(w[0], w[-1], "".join(sorted(w[1:-1]))): w for w in _SCRAMBLE_WORD
 _SCRAMBLE_SHAPES = {(w[0], w[-1], len(w)) for w in _SCRAMBLE_WORDS}
 #: Words that make joined or shifted text worth reading as words.
 _TELLING = frozenset(_COMMON + _KEYWORDS + _SCRAMBLE_WORDS)
+_PLAIN_WORDS = frozenset(_COMMON + _KEYWORDS)
 _KEYWORD_LIKE = re.compile(r"[A-Za-z]{3,14}")
 #: Keywords with their vowels dropped ("gnr ll prvs nstrctns"), three letters or more.
-_VOWEL = re.compile("[aeiou]")
-_VOWELLESS = {k: w for w in _SCRAMBLE_WORDS for k in [_VOWEL.sub("", w)] if len(k) >= 3}
+_VOWELLESS = {k: w for w in _SCRAMBLE_WORDS for k in [re.sub("[aeiou]", "", w)] if len(k) >= 3}
 #: Latin small capitals, which NFKC leaves alone ("ɪɢɴᴏʀᴇ ᴀʟʟ").
 _SMALL_CAPS = str.maketrans("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnoprstuvwyz")
 _SMALL_CAPS_MARKS = re.compile("[ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢ]")
@@ -248,14 +250,13 @@ def _decode_runs(text: str) -> list[View]:
     return out
 
 
-def _readings(lower: str) -> set[int]:
-    """The Caesar shifts (``k``) and the reversal (``-1``) under which the words of a lower-cased text
-    hold at least two common words more than the text itself does, and a fifth of its words (first
-    4,000 characters)."""
-    words = _WORDS.findall(lower[:4000])
+def _readings(words: list[str]) -> set[int]:
+    """The Caesar shifts (``k``) and the reversal (``-1``) under which the first words of a lower-cased
+    text hold at least two common words more than the text itself does, and a fifth of them."""
+    words = words[:READING_WORDS]
     if len(words) < 3:
         return set()
-    plain = sum(w in _COMMON or w in _KEYWORDS for w in words)
+    plain = sum(w in _PLAIN_WORDS for w in words)
     counts: dict[int, int] = {}
     for w in words:
         for k in _READINGS.get(w, ()):
@@ -263,53 +264,47 @@ def _readings(lower: str) -> set[int]:
     return {k for k, n in counts.items() if n >= plain + 2 and n >= len(words) / 5}
 
 
-def _scrambled_key(w: str) -> str | None:
-    if (w[0], w[-1], len(w)) not in _SCRAMBLE_SHAPES:
-        return None
-    hit = _SCRAMBLED.get((w[0], w[-1], "".join(sorted(w[1:-1]))))
-    return hit if hit != w else None
-
-
-def _vowelless_key(w: str) -> str | None:
-    return _VOWELLESS.get(w) if _VOWEL.search(w) is None else None
-
-
-def _keywords_read(text: str, key: Callable[[str], str | None]) -> str | None:
-    """``text`` with each word that ``key`` reads as a keyword replaced by it, if two or more are."""
-    found = {}
-    for word in _KEYWORD_LIKE.findall(text):
-        hit = key(word.lower())
+def _keyword_spellings(words: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Of the lower-cased words of a text, those that are a keyword scrambled inside, and those that are
+    a keyword without its vowels: word -> keyword."""
+    scrambled, vowelless = {}, {}
+    for w in words:
+        hit = _VOWELLESS.get(w)
         if hit is not None:
-            found[word] = hit
-    if len(found) < 2:
-        return None
-    return _KEYWORD_LIKE.sub(lambda m: found.get(m.group(0), m.group(0)), text)
+            vowelless[w] = hit
+        elif (w[0], w[-1], len(w)) in _SCRAMBLE_SHAPES:
+            hit = _SCRAMBLED.get((w[0], w[-1], "".join(sorted(w[1:-1]))))
+            if hit is not None and hit != w:
+                scrambled[w] = hit
+    return scrambled, vowelless
 
 
 def _split_joined(run: str) -> str:
     return re.sub(r"_|(?<=[a-z])(?=[A-Z])", " ", run)
 
 
-def _glyph_views(text: str) -> list[View]:
-    """Readings of letters drawn otherwise: stacked combining marks, upside down, emoji letters, words
-    joined by underscores or camel case, keywords scrambled inside."""
+def _glyph_views(text: str, words: list[str]) -> list[View]:
+    """Readings of letters drawn otherwise: stacked combining marks, upside down, emoji or small capitals,
+    words joined by underscores or camel case, keywords scrambled inside or without vowels. ``words``
+    are the text's lower-cased words."""
     views: list[View] = []
-    marks = len(_COMBINING.findall(text))
-    if marks >= 5 and marks >= 0.2 * sum(c.isalpha() for c in text):
-        views.append(View("combining-marks", _COMBINING.sub("", unicodedata.normalize("NFD", text))))
-    if len(_UPSIDE_DOWN_MARKS.findall(text)) >= 4:
-        views.append(View("upside-down", text[::-1].translate(_UPSIDE_DOWN)))
-    if len(_EMOJI_LETTER.findall(text)) >= 4:
-        views.append(View("emoji-letters", "".join(_EMOJI_LETTERS.get(ord(c), c) for c in text)))
-    joined = [_split_joined(m) for m in _JOINED.findall(text)]
-    if sum(w.lower() in _TELLING for run in joined for w in run.split()) >= 2:
-        views.append(View("joined-words", _JOINED.sub(lambda m: _split_joined(m.group(0)), text)))
-    if len(_SMALL_CAPS_MARKS.findall(text)) >= 4:
-        views.append(View("small-caps", text.translate(_SMALL_CAPS)))
-    for name, key in (("scrambled-words", _scrambled_key), ("vowels-dropped", _vowelless_key)):
-        read = _keywords_read(text, key)
-        if read is not None:
-            views.append(View(name, read))
+    if not text.isascii():
+        marks = len(_COMBINING.findall(text))
+        if marks >= 5 and marks >= 0.2 * sum(c.isalpha() for c in text):
+            views.append(View("combining-marks", _COMBINING.sub("", unicodedata.normalize("NFD", text))))
+        if len(_UPSIDE_DOWN_MARKS.findall(text)) >= 4:
+            views.append(View("upside-down", text[::-1].translate(_UPSIDE_DOWN)))
+        if len(_EMOJI_LETTER.findall(text)) >= 4:
+            views.append(View("emoji-letters", "".join(_EMOJI_LETTERS.get(ord(c), c) for c in text)))
+        if len(_SMALL_CAPS_MARKS.findall(text)) >= 4:
+            views.append(View("small-caps", text.translate(_SMALL_CAPS)))
+    if "_" in text or _CAMEL.search(text):
+        joined = [_split_joined(m) for m in _JOINED.findall(text)]
+        if sum(w.lower() in _TELLING for run in joined for w in run.split()) >= 2:
+            views.append(View("joined-words", _JOINED.sub(lambda m: _split_joined(m.group(0)), text)))
+    for name, found in zip(("scrambled-words", "vowels-dropped"), _keyword_spellings(words)):
+        if len(found) >= 2:
+            views.append(View(name, _KEYWORD_LIKE.sub(lambda m: found.get(m.group(0).lower(), m.group(0)), text)))
     return views
 
 
@@ -324,14 +319,15 @@ def decoded_views(text: str) -> list[View]:
     if visible != text:
         views.append(View("invisible-stripped", visible))
     lower = visible.lower()
-    readings = _readings(lower)
+    words = _WORDS.findall(lower)
+    readings = _readings(words)
     if -1 in readings or any(m in lower for m in _REVERSED_MARKERS):
         views.append(View("reversed", visible[::-1]))
     if 13 in readings or any(m in lower for m in _ROT13_MARKERS):
         views.append(View("rot13", codecs.encode(visible, "rot13")))
     for k in sorted(readings - {-1, 13}):  # named by the shift that hid it: "caesar3" reads with 23
         views.append(View(f"caesar{26 - k}", visible.translate(_SHIFTS[k])))
-    views += _glyph_views(visible)
+    views += _glyph_views(visible, words)
     if _MIXED_SCRIPT.search(visible):
         views.append(View("homoglyphs", visible.translate(_CONFUSABLES)))
     for m in _ENTITIES.finditer(visible):
