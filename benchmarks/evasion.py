@@ -149,9 +149,13 @@ detection on unseen attacks (for that, the section above).
 With the guard before the seventh round's readings (a1eaeed; the same script, run on that tree): 1,641 of
 2,184 (75.1 %) still caught. That round's readings took small capitals, stacked combining marks, upside-down
 and emoji letters from 0 to all 52; Caesar shift 3 from 0 to 36 (31 behind a hint); rot13 from 32 to 39 and
-reversed from 34 to 41, also behind a right-to-left override (36 to 39 behind a hint; no keyword needed any more); vowels dropped from every word from 3 to 24 (from
-words of four letters or more, 33 to 41), words scrambled inside from 40 to 46, a letter pair swapped from
-47 to 51, camel case from 40 to 49, underscores from 29 to 36. The other 26 rewrites did not move.
+reversed from 34 to 41, also behind a right-to-left override (36 to 39 behind a hint; no keyword needed any
+more); words scrambled inside from 40 to 46, a letter pair swapped from 47 to 51, camel case from 40 to 49,
+underscores from 29 to 34. The other 28 rewrites did not move. A reading of keywords without their vowels
+(vowels dropped from every word 3 -> 24) was dropped before landing, with joined words narrowed to
+sentence-like runs (underscores 36 -> 34): a review found them flagging chat abbreviations ("FYI the new rls
+are in the plcy doc") and identifiers ("SHOW_SYSTEM_PROMPT_IN_LOGS"), 38 of 501 ordinary texts written for
+it; none is flagged now, as before the round.
 
 {body}
 """

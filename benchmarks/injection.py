@@ -294,25 +294,30 @@ offline, a detector of this kind did not move English detection; 95 % on corpora
 from looks out of reach without a stronger pretrained classifier (those published are on the Hugging Face
 hub, a run-time download) or much more labelled English data.
 The seventh round hardened the decoded readings against evasion, designed from tricks attackers publish
-and measured on rewrites of training injections only (`benchmarks/evasion.py`, next section: 1,641 -> 1,995
+and measured on rewrites of training injections only (`benchmarks/evasion.py`, next section: 1,641 -> 1,964
 of 2,184 rewrites still caught): any Caesar shift, and rot13 or reversal without a keyword, when the
 reading holds more common words than the text; stacked combining marks; upside-down, emoji and
-small-capital letters; words joined by underscores or camel case; keywords scrambled inside or without
-their vowels. No new flag on the 11,904 benign training texts (measured corpora's training halves, extra
-benign texts, documentation paragraphs, generated sentences: 135 flagged before and after, the scorer's
+small-capital letters; a sentence joined by underscores or camel case; keywords scrambled inside. No new
+flag on the 11,904 benign training texts (measured corpora's training halves, extra benign texts,
+documentation paragraphs, generated sentences: per text the same as before, 135 flagged, the scorer's
 in-sample ones). The twelfth computation of the held-out column (the fifth of raucle-bench's), made once on
 the committed design (e553f4b), gave 91.55 % (260/284) pooled held-out detection: raucle-bench 86.40 %
 (108/125, one more), the five earlier corpora 95.60 % (152/159); false positives unchanged at 0.63 %
-(34/5403).
+(34/5403). A review then wrote 501 ordinary texts for the new readings and found 38 flagged that were not
+before, all by two of them: keywords without their vowels ("FYI the new rls are in the plcy doc") and any
+identifier joined by underscores or camel case ("SHOW_SYSTEM_PROMPT_IN_LOGS"). The first was dropped and
+the second narrowed to sentence-like runs (five words or more, two of them function words); none of the
+501 is flagged now. The table below is the thirteenth computation, on that fix (made for those texts, not
+from held-out results): the same figures as the twelfth.
 Scan cost, back to back in one process on the training-split texts (the machine shared with another job):
 the second round's guard and the third's took median 0.78 and 0.91 ms on texts up to 500 characters (5.2
 and 6.2 ms on longer ones), 1.16x and 1.20x; the third round's guard and the fourth's, 0.48 and 0.49 ms
 (3.11 and 3.12 ms on longer ones), the same, as only the weights and a character mapping changed; the
 fourth round's and the fifth's, in two runs, 0.394 and 0.418 ms, 0.400 and 0.425 ms (2.37 and 2.71 ms,
 2.39 and 2.51 ms on longer ones), about 6 % more on short texts and 5 to 14 % on longer ones; the
-fifth round's guard and the seventh's (its readings), run after run, twice: 0.22 and 0.23 ms, 0.22 and
-0.23 ms (1.08 and 1.13, 1.09 and 1.14 ms on longer ones), about 5 % more. The table's own cost line was
-measured in another run.
+fifth round's guard and the seventh's (its readings, as landed), run after run, twice: 0.230 and 0.253
+ms, 0.231 and 0.241 ms (1.13 and 1.20, 1.15 and 1.19 ms on longer ones), 4 to 10 % more. The table's own
+cost line was measured in another run.
 The training column is optimistic by construction. Both seed-document false positives of the training
 column are paragraphs that quote the seed's own poisoning exercise ("ignore all future user instructions").
 Refitting is reproducible: `injection_train.py` rewrites the same weights byte for byte.
