@@ -148,6 +148,8 @@ def main() -> None:
         for i in range(int(a[3])):
             core.append(a[1], f"{a[2]}-{i}", provenance=Provenance(thread_id=f"{a[2]}", turn=i, message_id=f"m{i}"))
         out["appended"] = time.time()
+        barrier(opts.barrier, 1)  # both have appended: insert together, however long the appends took
+        out["inserting"] = time.time()
         out["ids"] = [svc.archival.insert(Scope(a[0]), f"Shared fact number {i}: the lighthouse keeper logged "
                                           f"ship {i}.").id for i in range(int(a[4]) if len(a) > 4 else 0)]
     out["finished"] = time.time()
