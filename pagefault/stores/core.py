@@ -8,6 +8,7 @@ agent, document, tool, system), in which thread and turn, when, and what the gua
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass
@@ -30,6 +31,28 @@ MAX_BLOCK_LIMIT = 100_000
 #: Edits remembered per block (the oldest are dropped).
 MAX_LOG = 20
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_logger = logging.getLogger("pagefault.core")
+_reported: set[tuple[tuple[str, ...], str]] = set()
+
+
+def malformed_block(v: object) -> str:
+    """What is wrong with a stored core block ('' if nothing): it needs a string ``value`` and an
+    integer ``limit`` from 1 to ``MAX_BLOCK_LIMIT`` that the value fits in."""
+    if not isinstance(v, dict):
+        return f"the item is {type(v).__name__}, not an object"
+    missing = [k for k in ("value", "limit") if k not in v]
+    if missing:
+        return f"no {' or '.join(missing)}"
+    if not isinstance(v["value"], str):
+        return "value is not a string"
+    limit = v["limit"]
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_BLOCK_LIMIT:
+        return f"limit must be an integer from 1 to {MAX_BLOCK_LIMIT}, got {limit!r}"
+    if len(v["value"]) > limit:
+        return f"value is {len(v['value'])} chars, over its limit of {limit}"
+    if "description" in v and not isinstance(v["description"], (str, type(None))):
+        return "description is not a string"
+    return ""
 
 
 class CoreMemoryError(ValueError):
@@ -55,9 +78,20 @@ class CoreBlock:
                 **({"schema": self.schema} if self.schema else {})}
 
     @classmethod
-    def from_store(cls, label: str, v: dict[str, Any]) -> "CoreBlock":
+    def from_store(cls, label: str, v: Any, namespace: tuple[str, ...] = ()) -> "CoreBlock":
+        """The block a store item holds. A malformed item (written by hand through a store API) is
+        reported in the log, with where it is and how to repair it, and read as an empty block: it
+        must never stop the user's runs."""
+        problem = malformed_block(v)
+        if problem:
+            if (namespace, label) not in _reported:  # once per process, not at every step
+                _reported.add((namespace, label))
+                _logger.warning("pagefault: core block %r at store namespace %s is malformed (%s); it is read as empty "
+                                "until it is repaired: put {\"value\": str, \"limit\": int} there, or delete the item",
+                                label, list(namespace), problem)
+            return cls(label, "", DEFAULT_BLOCK_LIMIT, "(malformed in the store; read as empty)")
         log = v.get("log")
-        return cls(label, v["value"], int(v["limit"]), v.get("description", ""),
+        return cls(label, v["value"], int(v["limit"]), v.get("description") or "",
                    tuple(e for e in log if isinstance(e, dict)) if isinstance(log, list) else (),
                    v["schema"] if isinstance(v.get("schema"), dict) else None)
 
@@ -93,7 +127,8 @@ class CoreMemory:
     def blocks(self) -> list[CoreBlock]:
         """All blocks: persona, human, then custom blocks by label."""
         found = dict(cached_read(self.store, self.namespace, lambda: {
-            item.key: CoreBlock.from_store(item.key, item.value) for item in self.store.search(self.namespace, limit=1000)}))
+            item.key: CoreBlock.from_store(item.key, item.value, self.namespace)
+            for item in self.store.search(self.namespace, limit=1000)}))
         for label, block in self._defaults.items():
             found.setdefault(label, block)
         order = ["persona", "human"] + sorted(k for k in found if k not in self._defaults)
@@ -104,7 +139,7 @@ class CoreMemory:
             raise CoreMemoryError("section must be a string")
         item = self.store.get(self.namespace, label) if _LABEL.fullmatch(label) else None
         if item is not None:
-            return CoreBlock.from_store(label, item.value)
+            return CoreBlock.from_store(label, item.value, self.namespace)
         if label in self._defaults:
             return self._defaults[label]
         known = ", ".join(b.label for b in self.blocks())

@@ -53,10 +53,16 @@ class Procedure:
         return {"text": self.text, "kind": self.kind, "created_at": self.created_at, "log": list(self.log)}
 
     @classmethod
-    def from_store(cls, id_: str, v: dict[str, Any]) -> "Procedure":
+    def from_store(cls, id_: str, v: Any) -> "Procedure":
+        """The procedure a store item holds; fields written by hand in another shape read as their defaults
+        (a malformed item must not stop the user's runs)."""
+        v = v if isinstance(v, dict) else {}
         log = v.get("log") if isinstance(v.get("log"), list) else []
-        return cls(id_, str(v.get("text", "")), v.get("kind", "rule") if v.get("kind") in KINDS else "rule",
-                   float(v.get("created_at", 0.0)), tuple(e for e in log if isinstance(e, dict)))
+        created = v.get("created_at")
+        return cls(id_, v["text"] if isinstance(v.get("text"), str) else "",
+                   v["kind"] if v.get("kind") in KINDS else "rule",
+                   float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else 0.0,
+                   tuple(e for e in log if isinstance(e, dict)))
 
 
 def procedure_id(text: str) -> str:
