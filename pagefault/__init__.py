@@ -17,7 +17,7 @@ kernel. What a user imports:
 
 from pagefault.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
 from pagefault.embeddings import OfflineEmbeddings
-from pagefault.graph import Context, PagefaultState, RunContext, build_graph, graph
+from pagefault.graph import Context, PagefaultState, build_graph, graph
 from pagefault.models import OfflineChatModel, load_chat_model
 from pagefault.stores import ArchivalStore, CoreMemory, MemoryServices, RecallIndex, Scope
 from pagefault.tokens import TokenCounter
@@ -28,7 +28,7 @@ from pagefault.transfer import export_agent, import_agent
 
 __all__ = [
     "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "MemoryServices", "OfflineChatModel",
-    "OfflineEmbeddings", "PagefaultState", "RecallIndex", "RunContext", "Scope", "TokenCounter", "build_graph", "graph",
+    "OfflineEmbeddings", "PagefaultState", "RecallIndex", "Scope", "TokenCounter", "build_graph", "graph",
     "load_chat_model", "open_embedded", "open_embedded_async",
     "ArchivalRetriever", "PagefaultMiddleware", "export_agent", "import_agent", "memory_tools",
 ]

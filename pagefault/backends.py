@@ -57,7 +57,7 @@ def chroma_url(explicit: str | None = None) -> str:
 @dataclass(frozen=True)
 class Engines:
     """Where the memory lives. A process setting: its environment, or the code that runs the graph
-    (``Context``'s engine fields), never a served run's context."""
+    (``Context``'s engine fields), never a client of a served graph."""
 
     data_dir: str = ".pagefault"
     chroma_url: str = ""
@@ -70,10 +70,8 @@ class Engines:
 
     @classmethod
     def of(cls, ctx: Any) -> "Engines":
-        """A run's engines: those of an in-process ``Context``, else (a served ``RunContext``) the environment's."""
-        if all(hasattr(ctx, name) for name in ("data_dir", "chroma_url", "database_url")):
-            return cls(ctx.data_dir, ctx.chroma_url, ctx.database_url)
-        return cls.from_env()
+        """A run's engines (on a served graph its ``Context`` holds the server's, from the environment)."""
+        return cls(ctx.data_dir, ctx.chroma_url, ctx.database_url)
 
 
 def public_url(url: str) -> str:

@@ -50,7 +50,9 @@ from pagefault.stores.core import CoreMemory
 from pagefault.stores.procedures import ProceduralMemory
 from pagefault.stores.services import MemoryServices
 from pagefault.tokens import TokenCounter, message_text, token_counter
-from pagefault.toolkit import embedded_store, memory_tools, resolve_context
+from pagefault.nodes.thread_owner import claim_thread
+from pagefault.serve.settings import ServerSettings
+from pagefault.toolkit import embedded_store, memory_tools
 
 _OUTPUT_ONLY = OmitFromSchema(input=True, output=False)
 
@@ -61,6 +63,7 @@ class MemoryAgentState(AgentState):
     summary: NotRequired[Annotated[str, _OUTPUT_ONLY]]
     evicted_count: NotRequired[Annotated[int, _OUTPUT_ONLY]]
     recall_indexed: NotRequired[Annotated[int, _OUTPUT_ONLY]]
+    owner: NotRequired[Annotated[dict[str, str], _OUTPUT_ONLY]]
     pressure_warned: NotRequired[Annotated[bool, _OUTPUT_ONLY]]
     compactions: NotRequired[Annotated[int, _OUTPUT_ONLY]]
     tokens: NotRequired[Annotated[dict[str, Any], _OUTPUT_ONLY]]
@@ -120,6 +123,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         if context is not None and settings:
             raise TypeError("give either a Context or Context fields as keywords, not both")
         self.context = context if context is not None else Context(**settings)
+        self.app = ServerSettings.of_app(self.context)
         self.store = store
         self.tools = memory_tools(self.context, store=store)
 
@@ -146,22 +150,26 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         """Index, compact if over budget, warn once under pressure, and render the system prompt."""
         runtime = request.runtime
         config = _config()
-        ctx = resolve_context(self.context, getattr(runtime, "context", None), config)
+        # The app owns every setting but who the run is for (and a few preferences): a run's context
+        # that sets a server-owned field is refused (pagefault.serve.settings).
+        ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         scope = scope_of(ctx)
+        st = request.state
+        claim = claim_thread(st.get("owner"), scope, thread_id(config))  # before anything is read or indexed
         svc = services(ctx)
         store = self.store or getattr(runtime, "store", None) or embedded_store(ctx.data_dir)
-        core = CoreMemory(store, scope, persona=ctx.persona, block_limit=ctx.core_block_limit)
+        core = CoreMemory(store, scope, persona=ctx.persona, block_limit=ctx.core_block_limit,
+                          redact_secrets=ctx.redact_secrets)
         counter = token_counter(token_model_name(request.model, ctx.model))
         schemas = [tool_schema(t) for t in request.tools]
         app_prompt = message_text(request.system_message) if request.system_message is not None else ""
 
-        st = request.state
         view = PagefaultState(
             messages=list(st.get("messages", [])), summary=st.get("summary", ""),
             evicted_count=st.get("evicted_count", 0), recall_indexed=st.get("recall_indexed", 0),
             pressure_warned=st.get("pressure_warned", False), compactions=st.get("compactions", 0),
         )
-        update: dict[str, Any] = {"recall_indexed": sync_recall(view, config, svc.recall, scope)}
+        update: dict[str, Any] = {"recall_indexed": sync_recall(view, config, svc.recall, scope), **claim}
 
         procedures = ProceduralMemory(store, scope).list()
 

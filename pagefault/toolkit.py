@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -24,34 +24,17 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
-from pagefault.graph.context import Context, RunContext
+from pagefault.graph.context import Context
 from pagefault.nodes import approval
+from pagefault.nodes.thread_owner import claim_thread
 from pagefault.nodes.wiring import scope_of, services
+from pagefault.serve.settings import ServerSettings
 from pagefault.stores.core import CoreMemory
 from pagefault.tools import MEMORY_TOOLS, MemoryCall, MemoryTool, ToolError, run_memory_tool, untrusted_core_edit
 from pagefault.trust import origins_of
 
-#: What a run's own context may override: never where the memory lives (``ENGINE_FIELDS``).
-CONTEXT_FIELDS = frozenset(f.name for f in fields(RunContext))
-#: Settings a run may carry in ``configurable`` when its context is not pagefault's.
-SCOPE_KEYS = ("user_id", "agent_id")
-
 _stores: dict[str, SqliteStore] = {}
 _stores_lock = threading.Lock()
-
-
-def resolve_context(default: Context, context: Any = None, config: RunnableConfig | None = None) -> Context:
-    """The run's settings: a pagefault ``Context`` as is; otherwise ``default`` with the user and
-    agent from ``configurable`` and any pagefault field the run's own context object carries."""
-    if isinstance(context, Context):
-        return context
-    conf = (config or {}).get("configurable") or {}
-    overrides = {k: conf[k] for k in SCOPE_KEYS if conf.get(k) is not None}
-    if isinstance(context, Mapping):
-        overrides.update({k: v for k, v in context.items() if k in CONTEXT_FIELDS})
-    elif context is not None:
-        overrides.update({k: getattr(context, k) for k in CONTEXT_FIELDS if hasattr(context, k)})
-    return replace(default, **overrides) if overrides else default
 
 
 def embedded_store(data_dir: str) -> SqliteStore:
@@ -81,11 +64,15 @@ class MemoryBinding:
 
     context: Context
     store: BaseStore | None = None
+    app: ServerSettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.app = ServerSettings.of_app(self.context)
 
     def settings(self, runtime: ToolRuntime | None) -> Context:
         if runtime is None:
             return self.context
-        return resolve_context(self.context, runtime.context, runtime.config)
+        return self.app.for_app_run(runtime.context, runtime.config)
 
     def call(self, runtime: ToolRuntime | None) -> MemoryCall:
         """Everything one tool call may touch, fixed by the run."""
@@ -95,6 +82,8 @@ class MemoryBinding:
         thread = (config.get("configurable") or {}).get("thread_id")
         messages = list(_field(runtime.state, "messages", []) or []) if runtime is not None else []
         evicted = _field(runtime.state, "evicted_count", None) if runtime is not None else None
+        if runtime is not None:  # under PagefaultMiddleware the thread has an owner; nobody else's call runs
+            claim_thread(_field(runtime.state, "owner", None), scope_of(ctx), str(thread or ""))
         offset = int(evicted or 0)
         # Provenance points at the user turn that led to the call, as in the graph's memory node.
         user_idx = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)

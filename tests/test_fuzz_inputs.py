@@ -10,6 +10,8 @@ The number of generated cases is printed at the end of the module.
 
 from __future__ import annotations
 
+import hashlib
+
 import json
 import string
 from collections import Counter
@@ -323,7 +325,9 @@ def test_graph_invoke(world, text, ctx):
     except (ValueError, TypeError) as e:
         assert str(e)
         return
-    out = g.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "fuzz"}}, context=context)
+    # One thread per caller: a thread belongs to the user and agent of its first run.
+    thread = "fuzz-" + hashlib.sha256(Scope(context.user_id, context.agent_id).key.encode()).hexdigest()[:16]
+    out = g.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": thread}}, context=context)
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls
     shown = " ".join(str(m.content) for m in out["messages"] if isinstance(m, (AIMessage, ToolMessage)))

@@ -20,6 +20,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from langgraph_sdk import get_sync_client
@@ -120,8 +121,8 @@ def test_two_users_on_a_postgres_backed_server(server):
 @pytest.mark.parametrize("field", ["data_dir", "chroma_url", "database_url"])
 def test_a_client_cannot_say_where_the_memory_lives(server, tmp_path, field):
     """Engines come from the server's environment: the served graph's context schema has no engine field,
-    so the server drops one a client sends; the turn's memory lands on the server's own
-    engines and nothing is read or written where the client pointed."""
+    and a run whose context names one is refused (422, naming it) before it is created; nothing is read
+    or written where the client pointed."""
     client = get_sync_client(url=server["url"], api_key=None, timeout=60)
     schema = client.assistants.get_schemas(client.assistants.search(graph_id="pagefault")[0]["assistant_id"])
     assert not {"data_dir", "chroma_url", "database_url"} & set(schema["context_schema"]["properties"])
@@ -129,39 +130,54 @@ def test_a_client_cannot_say_where_the_memory_lives(server, tmp_path, field):
         "data_dir": str(tmp_path / "elsewhere"), "chroma_url": "http://127.0.0.1:9",
         "database_url": "postgresql://postgres@127.0.0.1:9/elsewhere"}[field]
     thread_id = client.threads.create()["thread_id"]
-    client.runs.wait(thread_id, "pagefault", input={"messages": [{"role": "user", "content": "My cat is Tom."}]},
-                     context={"user_id": user, field: elsewhere})
-    values = client.threads.get_state(thread_id)["values"]
-    assert "saved" in values["messages"][-1]["content"].lower(), values["messages"][-1]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        client.runs.wait(thread_id, "pagefault", input={"messages": [{"role": "user", "content": "My cat is Tom."}]},
+                         context={"user_id": user, field: elsewhere})
+    assert refused.value.response.status_code == 422 and field in refused.value.response.json()["detail"]
+    assert client.runs.list(thread_id) == []
     svc = MemoryServices.open(server["data_dir"], chroma_url=server["chroma"], database_url=server["database"])
-    assert svc.archival.count(Scope(user)) == 1 and svc.archival.search(Scope(user), "cat", 1)[0][0].text == \
-        "My cat is Tom."
+    assert svc.archival.count(Scope(user)) == 0
     assert not (tmp_path / "elsewhere").exists() and not os.path.exists(server["data_dir"])
 
 
-def test_the_served_graph_refuses_engine_settings_in_a_run_context():
-    """The same graph run in process with a client-shaped context (a mapping) is refused, naming the field."""
-    from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.store.memory import InMemoryStore
+def test_a_malformed_core_block_in_the_store_leaves_the_users_runs_working(server):
+    """Items written to the store behind pagefault's back (here straight into Postgres, as a script or an
+    older version might): the run carries on with the block read as empty, and the server log says
+    where the item is and how to repair it."""
+    from langgraph.store.postgres import PostgresStore
 
-    from pagefault.graph import builder
-
-    graph = builder.compile(checkpointer=InMemorySaver(), store=InMemoryStore())
-    for field in ("data_dir", "chroma_url", "database_url"):
-        with pytest.raises(ValueError, match=f"{field} cannot be set by a run's context"):
-            graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"thread_id": "t"}},
-                         context={"user_id": "eve", field: "/tmp/elsewhere"})
+    user = "lgpg-mal"
+    with PostgresStore.from_conn_string(server["database"]) as store:
+        store.put(Scope(user).namespace("core"), "human", {"value": "x"})  # no limit
+        store.put(Scope(user).namespace("core"), "notes", {"value": 5, "limit": "big"})
+        store.put(Scope(user).namespace("procedures"), "proc-000000000000", {"text": 7, "created_at": "yesterday"})
+    client = get_sync_client(url=server["url"], api_key=None, timeout=60)
+    thread, values = _run(client, user, "My name is Mal.")
+    assert "saved" in values["messages"][-1]["content"].lower(), values["messages"][-1]
+    _, values = _run(client, user, "What is my name?")
+    assert "Mal" in values["messages"][-1]["content"], values["messages"][-1]
+    log = re.sub(r"\x1b\[[0-9;]*m", "", server["log"].read_text(errors="replace"))
+    where = str(list(Scope(user).namespace("core")))
+    assert f"core block 'human' at store namespace {where} is malformed (no limit)" in log, log[-3000:]
+    assert "core block 'notes'" in log and "put {\"value\": str, \"limit\": int} there, or delete the item" in log
+    # Appending to the block repaired it.
+    with PostgresStore.from_conn_string(server["database"]) as store:
+        item = store.get(Scope(user).namespace("core"), "human")
+    assert item is not None and item.value["value"] == "Name: Mal" and isinstance(item.value["limit"], int)
 
 
 def test_memory_tools_keep_their_own_engines_whatever_the_run_context_says():
     """memory_tools / PagefaultMiddleware in a served create_agent app: the run's context may set the user,
-    never where the memory lives; the engines are those of the Context the code gave them."""
-    from pagefault import Context, RunContext
-    from pagefault.toolkit import resolve_context
+    never where the memory lives; a run that tries is refused, naming the field."""
+    from pagefault import Context
+    from pagefault.serve import ServerSettings, SettingsError
 
-    own = Context(user_id="default", data_dir="/srv/pagefault", chroma_url="", database_url="")
-    for run in ({"user_id": "eve", "data_dir": "/tmp/elsewhere", "chroma_url": "http://127.0.0.1:9",
-                 "database_url": "postgresql://postgres@127.0.0.1:9/x"}, RunContext(user_id="eve")):
-        ctx = resolve_context(own, run)
-        assert (ctx.user_id, ctx.data_dir, ctx.chroma_url, ctx.database_url) == ("eve", "/srv/pagefault", "", "")
+    own = ServerSettings.of_app(Context(user_id="default", data_dir="/srv/pagefault", chroma_url="", database_url=""))
+    for field, value in (("data_dir", "/tmp/elsewhere"), ("chroma_url", "http://127.0.0.1:9"),
+                         ("database_url", "postgresql://postgres@127.0.0.1:9/x")):
+        with pytest.raises(SettingsError, match=field):
+            own.for_app_run({"user_id": "eve", field: value}, None)
+        with pytest.raises(SettingsError, match=field):
+            own.for_app_run(Context(user_id="eve", **{field: value}), None)
+    ctx = own.for_app_run(Context(user_id="eve"), None)
+    assert (ctx.user_id, ctx.data_dir, ctx.chroma_url, ctx.database_url) == ("eve", "/srv/pagefault", "", "")

@@ -274,3 +274,39 @@ def test_conversation_search_leaves_out_the_agents_window(embedded, data_dir):
     where = {(h["thread_id"], h["turn"]) for h in found.artifact["hits"]}
     assert out.get("evicted_count", 0) == 0, "nothing evicted: all of thread m is in the window"
     assert where and all(thread == "other" for thread, _ in where), where
+
+
+def test_a_run_context_cannot_change_what_the_app_owns(embedded, data_dir):
+    """A served create_agent app with context_schema=Context: a client's context may say who the run is
+    for, never the model's URL, the engines or the budget. The middleware refuses it, naming the field,
+    and nothing is read or written."""
+    import pytest
+
+    from pagefault.serve import SettingsError
+
+    agent = _agent(embedded, Context(data_dir=data_dir, context_window=4096), context_schema=Context)
+    for hostile in (Context(user_id="eve", base_url="http://127.0.0.1:9/v1"),
+                    Context(user_id="eve", data_dir="/tmp/elsewhere"),
+                    Context(user_id="eve", context_window=100_000)):
+        with pytest.raises(SettingsError, match="which the app owns"):
+            _say(agent, "mw-hostile", "My name is Eve.", context=hostile)
+    assert not CoreMemory(embedded.store, Scope("eve")).get("human").value
+    assert MemoryServices.open(data_dir).archival.count(Scope("eve")) == 0
+    # Who the run is for is the run's to say.
+    _say(agent, "mw-eve", "My name is Eve.", context=Context(user_id="eve"))
+    assert "Name: Eve" in CoreMemory(embedded.store, Scope("eve")).get("human").value
+
+
+def test_a_middleware_thread_has_one_owner(embedded, data_dir):
+    import pytest
+
+    from pagefault.nodes.thread_owner import ThreadOwnedError
+
+    agent = _agent(embedded, Context(data_dir=data_dir), context_schema=Context)
+    _say(agent, "mw-owned", "My locker code is 4417.", context=Context(user_id="alice"))
+    with pytest.raises(ThreadOwnedError):
+        _say(agent, "mw-owned", "What is my locker code?", context=Context(user_id="bob"))
+    values = _say(agent, "mw-bob", "What is my locker code?", context=Context(user_id="bob"))
+    found = " ".join(str(m.content) for m in values["messages"] if isinstance(m, ToolMessage))
+    assert "4417" not in found, found
+

@@ -1,7 +1,7 @@
 """The graph: state, context and wiring."""
 
-from pagefault.graph.context import Context, RunContext
-from pagefault.graph.graph import build_graph, builder, graph, make_builder
+from pagefault.graph.context import Context
+from pagefault.graph.graph import ServedGraph, build_graph, graph, make_builder, served_graph
 from pagefault.graph.state import InputState, PagefaultState
 
-__all__ = ["Context", "RunContext", "InputState", "PagefaultState", "build_graph", "builder", "graph", "make_builder"]
+__all__ = ["Context", "InputState", "PagefaultState", "ServedGraph", "build_graph", "graph", "make_builder", "served_graph"]

@@ -1,14 +1,13 @@
-"""Run-time configuration of a pagefault agent, passed as LangGraph ``context``.
+"""A pagefault agent's settings, passed as LangGraph ``context``: the ``Context`` dataclass.
 
-Every field of ``RunContext`` can be given per run (``graph.invoke(..., context=Context(user_id="ana"))``
-or the SDK's ``context={...}``). A field the run does not give is read from the environment variable
-``PAGEFAULT_<FIELD>`` when that is set; a value the run gives always wins, even one equal to the
-default (so a server's environment can never re-scope a run to another user).
+Code that runs a graph in its own process sets any field per run
+(``graph.invoke(..., context=Context(user_id="ana"))``). A field the run does not give is read from
+the environment variable ``PAGEFAULT_<FIELD>`` when that is set; a value the run gives always wins.
 
-Where the memory lives (``data_dir``, ``chroma_url``, ``database_url``) is the process's choice, not
-a run's: ``Context`` adds those fields for graphs run in this process by code that picks them, while
-a served graph (``langgraph dev``, a LangGraph server) takes ``RunContext``, reads them from the
-server's environment, and refuses a client's context that names one.
+A served graph (``langgraph dev``, a LangGraph server) is different: its clients may set only the
+fields in ``pagefault.serve.CLIENT_FIELDS``, and everything else (model endpoints and keys, the
+engines that hold the memory, the token budget) is the server's, read from its environment when it
+starts. See ``pagefault.serve.settings``.
 """
 
 from __future__ import annotations
@@ -49,13 +48,11 @@ def _env(name: str, default: Any) -> Callable[[], Any]:
     return read
 
 
-#: Where the memory lives: chosen by the process (its environment or the code that runs the graph).
-ENGINE_FIELDS = ("data_dir", "chroma_url", "database_url")
-
-
 @dataclass(kw_only=True)
-class RunContext:
-    """Who the agent serves, which model it runs and how big its main context is: what a run may set."""
+class Context:
+    """A pagefault agent's settings: who it serves, which model it runs, how big its main context is and
+    where its memory lives. Code that runs a graph in its own process sets any of them; a served graph
+    lets a client set only ``pagefault.serve.CLIENT_FIELDS`` (see the module docstring)."""
 
     user_id: str = field(default_factory=_env("user_id", "default"), metadata={
         "description": "The user whose memory this run reads and writes. Scope comes only from here."})
@@ -97,14 +94,14 @@ class RunContext:
         "description": "Run a consolidation pass (merge duplicates, settle contradictions, shorten full core "
                        "blocks) on a background thread every this many user turns; 0 turns it off."})
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "RunContext":
-        own = {f.name for f in fields(cls)}
-        refused = [k for k in ENGINE_FIELDS if k in kwargs and k not in own]
-        if refused:
-            raise ValueError(
-                f"{', '.join(refused)} cannot be set by a run's context: a served graph keeps its memory where "
-                "the server's environment says (PAGEFAULT_DATA_DIR, PAGEFAULT_CHROMA_URL, PAGEFAULT_DATABASE_URL)")
-        return super().__new__(cls)
+    data_dir: str = field(default_factory=_env("data_dir", ".pagefault"), metadata={
+        "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
+    chroma_url: str = field(default_factory=_env("chroma_url", ""), metadata={
+        "description": "A Chroma server (http://host:port) for archival and recall vectors instead of the "
+                       "Chroma directory under data_dir; empty for embedded."})
+    database_url: str = field(default_factory=_env("database_url", ""), metadata={
+        "description": "Postgres (postgresql://...) for the BM25 index when chroma_url is set, so replicas "
+                       "share it; threads and core memory go to Postgres through pagefault.production."})
 
     def __post_init__(self) -> None:
         self.validate()
@@ -135,19 +132,3 @@ class RunContext:
             raise ValueError("top_k must be between 1 and 50")
         if not 100 <= self.core_block_limit <= 100_000:
             raise ValueError("core_block_limit must be from 100 to 100000 characters (every block is in every prompt)")
-
-
-@dataclass(kw_only=True)
-class Context(RunContext):
-    """``RunContext`` plus where the memory lives, for graphs this process runs itself (``build_graph``,
-    ``open_embedded(...).graph()``, the middleware): the code running them may choose the engines.
-    A served graph never takes these from a client (see the module docstring)."""
-
-    data_dir: str = field(default_factory=_env("data_dir", ".pagefault"), metadata={
-        "description": "Directory of the embedded stores (SQLite checkpoints and store, Chroma, BM25 index)."})
-    chroma_url: str = field(default_factory=_env("chroma_url", ""), metadata={
-        "description": "A Chroma server (http://host:port) for archival and recall vectors instead of the "
-                       "Chroma directory under data_dir; empty for embedded."})
-    database_url: str = field(default_factory=_env("database_url", ""), metadata={
-        "description": "Postgres (postgresql://...) for the BM25 index when chroma_url is set, so replicas "
-                       "share it; threads and core memory go to Postgres through pagefault.production."})

@@ -8,7 +8,7 @@ START -> [over budget?] -> compact -> reason
 ```
 
 ``graph`` is compiled without a checkpointer or store, as ``langgraph dev`` and the LangGraph
-server require; they supply their own. Its runs cannot choose where the memory lives (``served``).
+server require; they supply their own. Its clients set only what ``pagefault.serve`` allows.
 Library users call ``build_graph(checkpointer=..., store=...)``.
 """
 
@@ -18,33 +18,40 @@ from typing import Any, Literal, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from pydantic import BaseModel, create_model
 
-from pagefault.graph.context import Context, RunContext
+from pagefault.graph.context import Context
 from pagefault.graph.state import InputState, PagefaultState
 from pagefault.nodes.compact import make_compact
 from pagefault.nodes.dispatch import make_dispatch
 from pagefault.nodes.memory import answered_ids, make_memory
 from pagefault.nodes.reason import make_reason, measure
-from pagefault.nodes.wiring import Wiring, context_of
+from pagefault.nodes.thread_owner import claim_thread
+from pagefault.nodes.wiring import Wiring, scope_of, thread_id
+from pagefault.serve.settings import ServerSettings, served_settings
 
 
 def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
-                 served: bool = False) -> StateGraph:
+                 served: ServerSettings | None = None) -> StateGraph:
     """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools.
 
-    ``served``: for a graph a server runs for its clients (``langgraph dev``, a LangGraph server). Its
-    runs take a ``RunContext``, so a client cannot say where the memory lives: that comes from the
-    server's environment (``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL``, ``PAGEFAULT_DATABASE_URL``).
+    ``served``: the server's settings, for a graph a server runs for its clients (``langgraph dev``, a
+    LangGraph server). Its context schema then holds only what a client may set
+    (``pagefault.serve.CLIENT_FIELDS``, with this server's defaults); everything else comes from
+    ``served.base``, and the user from LangGraph auth when the server has it.
     """
-    wiring = Wiring(model=model, tools=list(tools))
+    wiring = Wiring(model=model, tools=list(tools), served=served)
 
-    def over_budget(state: PagefaultState, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
-        ctx = context_of(runtime)
-        total = measure(state, runtime, wiring).total
+    def over_budget(state: PagefaultState, config: RunnableConfig,
+                    runtime: Runtime[Context]) -> Literal["compact", "reason"]:
+        ctx = wiring.context(runtime)
+        claim_thread(state.owner, scope_of(ctx), thread_id(config))  # refused before the window is measured
+        total = measure(state, runtime, wiring, ctx=ctx).total
         return "compact" if total > ctx.compaction_trigger * ctx.context_window else "reason"
 
     def after_reason(state: PagefaultState) -> Literal["memory", "dispatch", "__end__"]:
@@ -55,14 +62,16 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
             return "memory"
         return "dispatch"
 
-    def after_memory(state: PagefaultState, runtime: Runtime[Context]) -> Literal["dispatch", "compact", "reason"]:
+    def after_memory(state: PagefaultState, config: RunnableConfig,
+                     runtime: Runtime[Context]) -> Literal["dispatch", "compact", "reason"]:
         last_ai = next(m for m in reversed(state.messages) if isinstance(m, AIMessage))
         done = answered_ids(state)
         if any(tc["name"] in wiring.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
             return "dispatch"
-        return over_budget(state, runtime)
+        return over_budget(state, config, runtime)
 
-    builder = StateGraph(PagefaultState, input_schema=InputState, context_schema=RunContext if served else Context)
+    context_schema = served.context_schema() if served is not None else Context
+    builder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
     builder.add_node("reason", make_reason(wiring))
     builder.add_node("memory", make_memory(wiring))
     builder.add_node("dispatch", make_dispatch(wiring))
@@ -82,7 +91,7 @@ def build_graph(
     tools: Sequence[BaseTool] = (),
     model: BaseChatModel | None = None,
     name: str = "pagefault",
-    served: bool = False,
+    served: ServerSettings | None = None,
 ) -> CompiledStateGraph:
     """Compile the pagefault graph for library use.
 
@@ -94,7 +103,20 @@ def build_graph(
                                                                            name=name)
 
 
-#: What ``langgraph dev`` and the LangGraph server run: clients set a ``RunContext``, the server's
-#: environment says where the memory lives.
-builder = make_builder(served=True)
-graph = builder.compile(name="pagefault")
+class ServedGraph(CompiledStateGraph):
+    """The compiled graph a server runs. Its run settings are its context only, so its legacy
+    ``config_schema`` (which LangGraph's server still shows as "config") does not repeat them."""
+
+    def config_schema(self, *, include: Sequence[str] | None = None) -> type[BaseModel]:
+        return create_model(self.get_name("Config"))
+
+
+def served_graph(settings: ServerSettings, name: str = "pagefault") -> ServedGraph:
+    """The graph as a server runs it for its clients, with no checkpointer or store (the server's)."""
+    compiled = make_builder(served=settings).compile(name=name)
+    return ServedGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+
+
+#: What ``langgraph dev`` and the LangGraph server run: the server's settings are read from its
+#: environment once, when it imports this module; clients set only ``pagefault.serve.CLIENT_FIELDS``.
+graph = served_graph(served_settings())

@@ -60,6 +60,8 @@ class PagefaultState(InputState):
     """How many times this thread has been compacted."""
     tokens: dict[str, Any] = field(default_factory=dict)
     """Token accounting of the last model call, by segment, with the window size."""
+    owner: dict[str, str] = field(default_factory=dict)
+    """The user and agent of the thread's first run; nobody else may run on it (``nodes.thread_owner``)."""
     system_prompt: str = ""
     """The system prompt of the last model call as it was sent: with the messages before that call, each
     checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""

@@ -25,7 +25,8 @@ from pagefault.graph.state import PagefaultState
 from pagefault.models.offline import SUMMARY_INSTRUCTION, OfflineChatModel
 from pagefault.nodes.reason import measure
 from pagefault.nodes.recall_sync import sync_recall
-from pagefault.nodes.wiring import Wiring, context_of, scope_of, services, thread_id
+from pagefault.nodes.thread_owner import claim_thread
+from pagefault.nodes.wiring import Wiring, scope_of, services, thread_id
 from pagefault.redact import redact
 from pagefault.stores.recall import speaker
 from pagefault.tokens import TokenCounter, message_text
@@ -181,10 +182,11 @@ def plan_compaction(messages: Sequence[BaseMessage], costs: Sequence[int], total
 
 def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def compact(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = context_of(runtime)
+        ctx = wiring.context(runtime)
+        claim = claim_thread(state.owner, scope_of(ctx), thread_id(config))
         svc = services(ctx)
         counter = wiring.counter(ctx)
-        before = measure(state, runtime, wiring)
+        before = measure(state, runtime, wiring, ctx=ctx)
         messages = list(state.messages)
         costs = [counter.count_message(m) for m in messages]
         plan = plan_compaction(messages, costs, before.total, ctx, counter,
@@ -195,7 +197,7 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         indexed = sync_recall(state, config, svc.recall, scope_of(ctx),
                               evicting_below=state.evicted_count + plan.reach)
         if not evicted and not replaced:
-            return {"recall_indexed": indexed}
+            return {"recall_indexed": indexed, **claim}
         summary = summarize(wiring.chat_model(ctx), ctx, state.summary, evicted, counter, config) if evicted else state.summary
         after_tokens = plan.tokens - counter.count_text(state.summary) + counter.count_text(summary)
         get_stream_writer()({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced),
@@ -208,6 +210,7 @@ def make_compact(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             "recall_indexed": indexed,
             "pressure_warned": False,
             "compactions": state.compactions + 1,
+            **claim,
         }
 
     return compact

@@ -22,7 +22,8 @@ from langgraph.runtime import Runtime
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.nodes import approval
-from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services, thread_id
+from pagefault.nodes.thread_owner import claim_thread
+from pagefault.nodes.wiring import Wiring, core_memory, scope_of, services, thread_id
 from pagefault.tools import MEMORY_TOOLS, MemoryCall, ToolError, run_memory_tool, untrusted_core_edit
 from pagefault.trust import origins_of
 
@@ -47,7 +48,8 @@ def answered_ids(state: PagefaultState) -> set[str]:
 
 def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def memory(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = context_of(runtime)
+        ctx = wiring.context(runtime)
+        claim = claim_thread(state.owner, scope_of(ctx), thread_id(config))  # a resume is a run too
         ai = last_ai(state)
         if ai is None:
             return {}
@@ -58,7 +60,7 @@ def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             scope=scope_of(ctx), thread_id=thread_id(config),
             turn=state.evicted_count + user_idx if user_idx >= 0 else -1,
             message_id=(state.messages[user_idx].id or "") if user_idx >= 0 else "",
-            core=core_memory(runtime), archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
+            core=core_memory(runtime, ctx), archival=svc.archival, recall=svc.recall, default_top_k=ctx.top_k,
             guard=ctx.guard, untrusted_core_edits=ctx.untrusted_core_edits, redact_secrets=ctx.redact_secrets,
             origins=origins_of(state.messages, frozenset(MEMORY_TOOLS)), window_start=state.evicted_count,
         )
@@ -87,6 +89,6 @@ def make_memory(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         for bad in ai.invalid_tool_calls:  # the provider's JSON did not parse
             out.append(ToolMessage(f"Error: malformed call to {bad.get('name')}: {bad.get('error') or 'bad arguments'}",
                                    tool_call_id=bad.get("id") or "invalid", name=bad.get("name") or "", status="error"))
-        return {"messages": out}
+        return {"messages": out, **claim}
 
     return memory

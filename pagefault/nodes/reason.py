@@ -13,15 +13,17 @@ from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.nodes.main_context import MainContext, build_main_context
 from pagefault.nodes.recall_sync import sync_recall
-from pagefault.nodes.wiring import Wiring, context_of, core_memory, scope_of, services
+from pagefault.nodes.thread_owner import claim_thread
+from pagefault.nodes.wiring import Wiring, core_memory, scope_of, services, thread_id
 from pagefault.stores.procedures import ProceduralMemory
 from pagefault.sleeptime import note_turn
 
 
-def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *, warn: bool = False) -> MainContext:
+def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *, warn: bool = False,
+            ctx: Context | None = None) -> MainContext:
     """The main context as the model would see it now, with its token accounting."""
-    ctx = context_of(runtime)
-    blocks = core_memory(runtime).blocks()
+    ctx = ctx or wiring.context(runtime)
+    blocks = core_memory(runtime, ctx).blocks()
     archival_count = services(ctx).archival.count(scope_of(ctx))
     procedures = ProceduralMemory(runtime.store, scope_of(ctx)).list()
     return build_main_context(state, ctx, wiring.counter(ctx), blocks, archival_count, wiring.tool_schemas, warn=warn,
@@ -30,7 +32,8 @@ def measure(state: PagefaultState, runtime: Runtime[Context], wiring: Wiring, *,
 
 def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
     def reason(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = context_of(runtime)
+        ctx = wiring.context(runtime)
+        claim = claim_thread(state.owner, scope_of(ctx), thread_id(config))  # before anything is read
         # Recall is synced once per turn, when the turn starts: the messages of a memory round trip
         # (tool calls and their results) are indexed with the next turn's, in one embedding run and
         # one write per index instead of one per step. Compaction syncs before it evicts anything.
@@ -40,13 +43,13 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
         else:
             indexed = sync_recall(state, config, services(ctx).recall, scope_of(ctx))
         if state.messages and isinstance(state.messages[-1], HumanMessage):  # a user turn begins
-            note_turn(ctx, services(ctx).archival, core_memory(runtime), scope_of(ctx))  # sleep-time pass, off-turn
+            note_turn(ctx, services(ctx).archival, core_memory(runtime, ctx), scope_of(ctx))  # sleep-time pass, off-turn
         if not ctx.respond:  # recording history: the input is paged and indexed, nobody answers
-            return {"recall_indexed": indexed}
-        main = measure(state, runtime, wiring)
+            return {"recall_indexed": indexed, **claim}
+        main = measure(state, runtime, wiring, ctx=ctx)
         warn = not state.pressure_warned and main.total >= ctx.warning_fraction * ctx.context_window
         if warn:
-            main = measure(state, runtime, wiring, warn=True)
+            main = measure(state, runtime, wiring, warn=True, ctx=ctx)
             get_stream_writer()({"event": "memory_pressure", "tokens": main.total, "window": ctx.context_window})
         model = wiring.chat_model(ctx).bind_tools(wiring.all_tools)
         response = model.invoke([main.system_message(), *state.messages], config)
@@ -60,6 +63,7 @@ def make_reason(wiring: Wiring) -> Callable[..., dict[str, Any]]:
             "pressure_warned": state.pressure_warned or warn,
             "tokens": main.tokens,
             "system_prompt": main.system_prompt,
+            **claim,
         }
         if not state.tokens:  # first turn of the thread: make every field visible in the state
             update.update(summary=state.summary, evicted_count=state.evicted_count, compactions=state.compactions)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -11,21 +12,26 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 
+from langgraph.config import get_config
+
 from pagefault.backends import Engines
-from pagefault.graph.context import Context, RunContext
+from pagefault.graph.context import Context
 from pagefault.models import load_chat_model, token_model_name
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.scope import Scope
+from pagefault.serve.settings import ServerSettings, check_client_settings, identity_of
 from pagefault.stores.services import MemoryServices
 from pagefault.tokens import TokenCounter, token_counter
 from pagefault.tools import MEMORY_TOOL_SCHEMAS
 
 @dataclass
 class Wiring:
-    """How a graph was built: an explicit model (else the context's) and the user's own tools."""
+    """How a graph was built: an explicit model (else the context's), the user's own tools, and for a
+    served graph the server's settings (``served``), which decide what a client's context may set."""
 
     model: BaseChatModel | None = None
     tools: Sequence[BaseTool] = ()
+    served: ServerSettings | None = None
     _schemas: list[dict[str, Any]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
@@ -56,32 +62,43 @@ class Wiring:
         return token_counter(token_model_name(self.model, ctx.model))
 
 
-def context_of(runtime: Runtime[Context]) -> Context:
-    ctx = runtime.context
-    if ctx is None:
-        return Context()
-    if isinstance(ctx, dict):  # some callers hand the raw mapping through
-        return Context(**ctx)
-    return ctx
+    def context(self, runtime: Runtime[Any]) -> Context:
+        """The run's settings. In process, the run's ``Context`` as given. Served, the server's settings
+        with the client's fields, checked, and the user from LangGraph auth (``ServerSettings.for_run``)."""
+        ctx = runtime.context
+        if self.served is None:
+            if ctx is None:
+                return Context()
+            if isinstance(ctx, dict):  # some callers hand the raw mapping through
+                return Context(**ctx)
+            return ctx
+        client = dataclasses.asdict(ctx) if dataclasses.is_dataclass(ctx) and not isinstance(ctx, type) else ctx
+        return self.served.for_run(check_client_settings(client), identity_of(_run_config()))
+
+
+def _run_config() -> RunnableConfig:
+    try:
+        return get_config()
+    except RuntimeError:  # outside a run (a node called directly in a unit test): nobody is authenticated
+        return {}
 
 
 def scope_of(ctx: Context) -> Scope:
     return Scope(ctx.user_id, ctx.agent_id)
 
 
-def core_memory(runtime: Runtime[Context]) -> CoreMemory:
+def core_memory(runtime: Runtime[Any], ctx: Context) -> CoreMemory:
     if runtime.store is None:
         raise RuntimeError(
             "pagefault needs a LangGraph store for core memory: use build_graph(store=...) or serve the "
             "graph with `langgraph dev`, which provides one"
         )
-    ctx = context_of(runtime)
     return CoreMemory(runtime.store, scope_of(ctx), persona=ctx.persona, block_limit=ctx.core_block_limit,
                       redact_secrets=ctx.redact_secrets)
 
 
-def services(ctx: RunContext) -> MemoryServices:
-    """The run's memory, where the process keeps it (``Engines.of``: a served run cannot move it)."""
+def services(ctx: Context) -> MemoryServices:
+    """The run's memory, where its settings say (on a served graph, the server's environment)."""
     e = Engines.of(ctx)
     return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url)
 
