@@ -7,177 +7,34 @@ to it with ``langgraph_sdk``, as a LangGraph user would. Nothing here is mocked:
 - core memory lives in the *server's* store, so it is read back with ``client.store.get_item``;
 - archival memory lives in Chroma under ``PAGEFAULT_DATA_DIR``, which points at a temp dir.
 
-The server runs in a temp working directory with a copy of the repo's ``langgraph.json`` whose
-relative paths are made absolute: ``langgraph dev`` keeps its state in ``./.langgraph_api`` of its
-working directory, so this keeps the repo tree clean and keeps a developer's own dev-server state
-(threads, store) out of the test.
+The server runs with no authentication (``PAGEFAULT_AUTH`` unset, no key), so each run names its
+``user_id``; ``test_serve_safely.py`` covers the refusals and the token mode.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
+from devserver import DevServer, dev_server, print_log_on_failure
 from pagefault import Scope
 
-REPO = Path(__file__).resolve().parents[1]
 GRAPH_ID = "pagefault"
-STARTUP_TIMEOUT = 60.0
 RUN_TIMEOUT = 60.0
-LOG_TAIL_CHARS = 12000
-
-
-class DevServer:
-    def __init__(self, proc: subprocess.Popen, url: str, log_path: Path, data_dir: Path, workdir: Path):
-        self.proc = proc
-        self.url = url
-        self.log_path = log_path
-        self.data_dir = data_dir
-        self.workdir = workdir
-
-    def log(self, tail: int = LOG_TAIL_CHARS) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace")
-        except OSError as e:
-            return f"(no server log: {e})"
-        text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # the server logs in colour
-        return text if len(text) <= tail else "...\n" + text[-tail:]
-
-    def stop(self) -> None:
-        if self.proc.poll() is not None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # the server runs in its own process group
-        except ProcessLookupError:
-            return
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=10)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _server_config(workdir: Path) -> Path:
-    """The repo's langgraph.json with its relative graph and dependency paths made absolute."""
-    config = json.loads((REPO / "langgraph.json").read_text())
-
-    def absolute(p: str) -> str:
-        return str((REPO / p).resolve()) if not os.path.isabs(p) and (p.startswith(".") or "/" in p) else p
-
-    graphs = {}
-    for gid, spec in config.get("graphs", {}).items():
-        if isinstance(spec, dict):
-            path, _, var = spec["path"].rpartition(":")
-            graphs[gid] = {**spec, "path": f"{absolute(path)}:{var}"}
-        else:
-            path, _, var = spec.rpartition(":")
-            graphs[gid] = f"{absolute(path)}:{var}"
-    config["graphs"] = graphs
-    config["dependencies"] = [absolute(d) for d in config.get("dependencies", [])]
-    if isinstance(config.get("env"), str):
-        config["env"] = absolute(config["env"])
-    out = workdir / "langgraph.json"
-    out.write_text(json.dumps(config, indent=2))
-    return out
-
-
-def _server_env(data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PAGEFAULT_")  # a developer's PAGEFAULT_MODEL etc. must not leak in
-           and k not in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_API_KEY", "OPENAI_API_KEY")}
-    env.update({
-        "PAGEFAULT_DATA_DIR": str(data_dir),
-        "PAGEFAULT_MODEL": "offline",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1",     # langgraph-cli usage analytics
-        "LANGGRAPH_NO_VERSION_CHECK": "true",  # langgraph-api's PyPI "newer version" check
-        "LANGSMITH_TRACING": "false",
-        "LANGCHAIN_TRACING_V2": "false",
-        "ANONYMIZED_TELEMETRY": "False",       # Chroma (pagefault also disables it in code)
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "NO_COLOR": "1",
-    })
-    return env
-
-
-def _wait_ready(server: DevServer, deadline: float) -> None:
-    last_error = "no answer yet"
-    while time.monotonic() < deadline:
-        if server.proc.poll() is not None:
-            pytest.fail(f"`langgraph dev` exited with code {server.proc.returncode} before it was ready.\n"
-                        f"--- server log ---\n{server.log()}", pytrace=False)
-        try:
-            with urllib.request.urlopen(f"{server.url}/ok", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
-            last_error = repr(e)
-        time.sleep(0.25)
-    pytest.fail(f"`langgraph dev` was not ready at {server.url}/ok within {STARTUP_TIMEOUT:.0f}s "
-                f"(last error: {last_error}).\n--- server log ---\n{server.log()}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    langgraph = Path(sys.executable).with_name("langgraph")
-    if not langgraph.exists():
-        found = shutil.which("langgraph")
-        pytest.fail(f"no `langgraph` executable next to {sys.executable} (PATH has: {found}); "
-                    "install the test extras: pip install -e '.[test]'", pytrace=False)
-    workdir = tmp_path_factory.mktemp("langgraph-dev")
-    data_dir = workdir / "pagefault-data"
-    config = _server_config(workdir)
-    port = _free_port()
-    log_path = workdir / "server.log"
-    cmd = [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(port),
-           "--config", str(config)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, env=_server_env(data_dir), stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    srv = DevServer(proc, f"http://127.0.0.1:{port}", log_path, data_dir, workdir)
-    try:
-        _wait_ready(srv, time.monotonic() + STARTUP_TIMEOUT)
+    with dev_server(tmp_path_factory.mktemp("langgraph-dev")) as srv:
         yield srv
-    finally:
-        srv.stop()
 
 
 @pytest.fixture(autouse=True)
 def _server_log_on_failure(request: pytest.FixtureRequest, server: DevServer):
-    """Print the server log when a test in this module fails."""
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before:
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        text = f"\n--- langgraph dev log ({server.log_path}) ---\n{server.log()}\n--- end of server log ---"
-        if reporter is not None:
-            reporter.write_line(text)
-        else:
-            print(text, file=sys.stderr)
+    yield from print_log_on_failure(request, server)
 
 
 @pytest.fixture(scope="module")
