@@ -13,73 +13,24 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import httpx
 import psycopg
 import pytest
 from langgraph_sdk import get_sync_client
 
-from engines import child_env, chroma_server, free_port, fresh_database
+from devserver import dev_server
+from engines import chroma_server, fresh_database
 from pagefault.stores import MemoryServices, Scope
-
-REPO = Path(__file__).resolve().parents[1]
-STARTUP_TIMEOUT = 90.0
-
-
-def _config(workdir: Path) -> Path:
-    """The repository's langgraph.postgres.json with its paths made absolute (the server runs in ``workdir``)."""
-    config = json.loads((REPO / "langgraph.postgres.json").read_text())
-    config["graphs"] = {g: f"{(REPO / p.rpartition(':')[0]).resolve()}:{p.rpartition(':')[2]}"
-                        for g, p in config["graphs"].items()}
-    config["dependencies"] = [str((REPO / d).resolve()) for d in config["dependencies"]]
-    out = workdir / "langgraph.json"
-    out.write_text(json.dumps(config))
-    return out
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("langgraph-postgres")
-    with fresh_database("pf_lgserver") as url, chroma_server(workdir / "chroma") as chroma:
-        port, log = free_port(), workdir / "server.log"
-        env = child_env(PAGEFAULT_DATABASE_URL=url, PAGEFAULT_CHROMA_URL=chroma.url,
-                        PAGEFAULT_DATA_DIR=str(workdir / "data"), PAGEFAULT_MODEL="offline",
-                        LANGGRAPH_CLI_NO_ANALYTICS="1", LANGGRAPH_NO_VERSION_CHECK="true",
-                        LANGSMITH_TRACING="false", NO_COLOR="1")
-        for key in ("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGGRAPH_API_KEY", "OPENAI_API_KEY"):
-            env.pop(key, None)
-        cmd = [str(Path(sys.executable).with_name("langgraph")), "dev", "--no-browser", "--no-reload",
-               "--host", "127.0.0.1", "--port", str(port), "--config", str(_config(workdir))]
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        try:
-            deadline = time.monotonic() + STARTUP_TIMEOUT
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    text = re.sub(r"\x1b\[[0-9;]*m", "", log.read_text(errors="replace"))[-6000:]
-                    pytest.fail(f"langgraph dev (Postgres config) did not come up:\n{text}", pytrace=False)
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/ok", timeout=2):
-                        break
-                except OSError:
-                    time.sleep(0.25)
-            yield {"url": f"http://127.0.0.1:{port}", "database": url, "chroma": chroma.url,
-                   "data_dir": str(workdir / "data"), "log": log}
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait(timeout=10)
+    with fresh_database("pf_lgserver") as url, chroma_server(workdir / "chroma") as chroma, \
+            dev_server(workdir, config="langgraph.postgres.json", PAGEFAULT_DATABASE_URL=url,
+                       PAGEFAULT_CHROMA_URL=chroma.url, PAGEFAULT_DATA_DIR=str(workdir / "data")) as srv:
+        yield {"url": srv.url, "database": url, "chroma": chroma.url, "data_dir": str(workdir / "data"),
+               "log": srv.log_path}
 
 
 def _run(client, user: str, text: str, thread_id: str | None = None) -> tuple[str, dict]:
