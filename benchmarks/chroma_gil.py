@@ -119,7 +119,6 @@ def measure(records: int, calls: int, batches: tuple[int, ...]) -> list[tuple[st
 
 def table(rows: list[tuple[str, float, float]], records: int, calls: int, cmd: str) -> str:
     import chromadb
-
     import perf_data
 
     lines = [

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from injection_corpora import TRAIN, all_samples  # noqa: E402
 from results_md import write_section  # noqa: E402
 
-from pagefault.guard import GUARD_VERSION, scan  # noqa: E402
+from pagefault.safety.guard import GUARD_VERSION, scan  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "evasion"
@@ -39,6 +39,10 @@ LOWER, UPPER = string.ascii_lowercase, string.ascii_uppercase
 
 def _caesar(text: str, k: int) -> str:
     return text.translate(str.maketrans(LOWER + UPPER, LOWER[k:] + LOWER[:k] + UPPER[k:] + UPPER[:k]))
+
+
+def _drop_vowels(word: str) -> str:
+    return "".join(c for c in word if c.lower() not in "aeiou") or word
 
 
 def _per_long_word(text: str, change: Callable[[str], str], shortest: int = 4) -> str:
@@ -96,8 +100,8 @@ def transforms() -> dict[str, Callable[[str], str]]:
         "words cut by a plus": lambda t: _halves(t, "+"),
         "words scrambled inside": _scrambled(rng),
         "one letter pair swapped per word": _swapped(rng),
-        "vowels dropped (words of 4+)": lambda t: _per_long_word(t, lambda w: "".join(c for c in w if c.lower() not in "aeiou") or w),
-        "vowels dropped (all words)": lambda t: " ".join("".join(c for c in w if c.lower() not in "aeiou") or w for w in t.split()),
+        "vowels dropped (words of 4+)": lambda t: _per_long_word(t, _drop_vowels),
+        "vowels dropped (all words)": lambda t: " ".join(_drop_vowels(w) for w in t.split()),
         "pig latin": lambda t: " ".join(w[1:] + w[0] + "ay" if w.isalpha() else w for w in t.split()),
         "reversed": lambda t: t[::-1],
         "reversed, right-to-left override": lambda t: "\u202e" + t[::-1],
@@ -143,7 +147,7 @@ def section(body: str) -> str:
 Command: `python benchmarks/evasion.py --write` (one run). The training split's English injections that the
 guard flags as written (bastioncorpus's training half, ASCII, under 300 characters), each rewritten by
 {len(transforms())} tricks that hide text from a pattern scanner while a model still reads it; how many are still
-flagged. Training-side texts only: it measures the decoded readings (`pagefault/decoded.py`), not
+flagged. Training-side texts only: it measures the decoded readings (`pagefault/safety/decoders.py`), not
 detection on unseen attacks (for that, the section above).
 
 With the guard before the seventh round's readings (a1eaeed; the same script, run on that tree): 1,641 of

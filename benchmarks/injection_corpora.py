@@ -1,6 +1,6 @@
 """The texts the poisoning guard is trained and measured on, each with a fixed train/held-out split.
 
-Shared by ``benchmarks/injection.py`` (measures) and ``benchmarks/injection_train.py`` (fits the
+Shared by ``benchmarks/injection.py`` (measures) and ``training/guard/train_scorer.py`` (fits the
 learned scorer), so both see exactly the same split. Every corpus comes from an installed package or
 from files in this machine's shared data, so the split is reproducible offline.
 

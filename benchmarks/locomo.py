@@ -33,12 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pagefault import Context, open_embedded  # noqa: E402
-from pagefault.history import import_history  # noqa: E402
-from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
-from pagefault.stores.lexical import LexicalDoc, LexicalIndex  # noqa: E402
-from pagefault.tools import MemoryCall, run_memory_tool  # noqa: E402
 from results_md import write_section  # noqa: E402
+
+from pagefault import Context, open_embedded  # noqa: E402
+from pagefault.maintenance.history_import import import_history  # noqa: E402
+from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
+from pagefault.stores.index.lexical_sqlite import LexicalDoc, LexicalIndex  # noqa: E402
+from pagefault.tools.handlers import MemoryCall, run_memory_tool  # noqa: E402
 
 #: The read-only LoCoMo files: ../shared/data/locomo beside the repo (override with PAGEFAULT_LOCOMO_DIR).
 DATA = Path(os.environ.get("PAGEFAULT_LOCOMO_DIR", ROOT.parent / "shared" / "data" / "locomo"))

@@ -38,9 +38,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 import numpy as np  # noqa: E402
-from langchain_core.embeddings import Embeddings  # noqa: E402
-
 import perf_data  # noqa: E402
+from langchain_core.embeddings import Embeddings  # noqa: E402
 from results_md import write_section  # noqa: E402
 
 NAME = "perf_archival"
@@ -54,7 +53,7 @@ class SameVectors(Embeddings):
     text (a query) is embedded by the real model, uncached."""
 
     def __init__(self, texts: list[str], vecs: np.ndarray) -> None:
-        from pagefault.embeddings import _Model
+        from pagefault.models.embeddings import _Model
 
         self.model = _Model.get()
         self.known = {t: v for t, v in zip(texts, vecs)}
@@ -82,7 +81,7 @@ def timed(run: Callable[[str], Any], queries: list[str], before: Callable[[], No
 
 
 def bench_pagefault(work: Path, texts: list[str], vecs: np.ndarray, queries: list[str]) -> list[float]:
-    from pagefault.embeddings import _Model
+    from pagefault.models.embeddings import _Model
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
 
@@ -126,8 +125,8 @@ def bench_raw_chroma(col, model, queries: list[str], *, like_pagefault: bool) ->
 
 
 def bench_inmemory(texts: list[str], vecs: np.ndarray, queries: list[str]) -> list[float]:
-    from langgraph.store.memory import InMemoryStore
     from langgraph.store.base import PutOp
+    from langgraph.store.memory import InMemoryStore
 
     store = InMemoryStore(index={"dims": 384, "embed": SameVectors(texts, vecs), "fields": ["text"]})
     ns = ("bench", "archival")
@@ -181,7 +180,7 @@ def bench_mem0(work: Path, texts: list[str], vecs: np.ndarray, queries: list[str
 
 
 def run_size(n: int, n_queries: int, skip_mem0: bool) -> list[tuple[str, Any]]:
-    from pagefault.embeddings import _Model
+    from pagefault.models.embeddings import _Model
 
     texts = perf_data.passages(n)
     vecs = perf_data.vectors(n)
@@ -206,7 +205,7 @@ def run_size(n: int, n_queries: int, skip_mem0: bool) -> list[tuple[str, Any]]:
 
 
 def embedding_only(n_queries: int) -> list[float]:
-    from pagefault.embeddings import _Model
+    from pagefault.models.embeddings import _Model
 
     model = _Model.get()
     return timed(lambda q: model.embed([q]), perf_data.queries(n_queries + 2 * WARMUP, seed=99)[WARMUP:])
@@ -261,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         results[n] = run_size(n, args.queries, args.no_mem0)
         print(f"{n} passages done in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     embed = embedding_only(args.queries)
-    cmd = "python benchmarks/perf_archival.py" + ("" if argv is None and len(sys.argv) == 1 else " " + " ".join(argv if argv is not None else sys.argv[1:]))
+    given = argv if argv is not None else sys.argv[1:]
+    cmd = "python benchmarks/perf_archival.py" + ("" if argv is None and len(sys.argv) == 1 else " " + " ".join(given))
     body = "## Archival search at scale\n\n" + table(results, embed, args.queries, cmd)
     print(body)
     if not args.no_write:

@@ -64,7 +64,7 @@ def queries(n: int, seed: int = SEED + 1) -> list[str]:
 
 def vectors(n: int, *, progress: bool = True) -> np.ndarray:
     """Unit MiniLM vectors of ``passages(n)``, from the on-disk cache (computing missing chunks)."""
-    from pagefault.embeddings import OfflineEmbeddings, _Model
+    from pagefault.models.embeddings import OfflineEmbeddings, _Model
 
     CACHE.mkdir(parents=True, exist_ok=True)
     texts = passages(n)
@@ -97,7 +97,7 @@ def load_archival(archival, scope, texts: list[str], vecs: np.ndarray, *, name: 
     vectors are given.
     """
     from pagefault.stores.archival import archival_id
-    from pagefault.stores.hybrid import IndexedText
+    from pagefault.stores.index.hybrid import IndexedText
     from pagefault.stores.provenance import Provenance
     from pagefault.stores.validity import Validity
 

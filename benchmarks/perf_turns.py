@@ -42,9 +42,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import numpy as np  # noqa: E402
-import psutil  # noqa: E402
-
 import perf_data  # noqa: E402
+import psutil  # noqa: E402
 from results_md import write_section  # noqa: E402
 
 NAME = "perf_turns"
@@ -56,10 +55,10 @@ USER = "bench"
 def script(turns: int, seed: int = 7) -> list[str]:
     """The user's side of the conversation, deterministic."""
     rng = random.Random(seed)
-    N, A, O, P = perf_data.NAMES, perf_data.ADJS, perf_data.NOUNS, perf_data.PLACES
+    N, A, NOUN, P = perf_data.NAMES, perf_data.ADJS, perf_data.NOUNS, perf_data.PLACES
     out = []
     for i in range(turns):
-        name, adj, noun, place = rng.choice(N), rng.choice(A), rng.choice(O), rng.choice(P)
+        name, adj, noun, place = rng.choice(N), rng.choice(A), rng.choice(NOUN), rng.choice(P)
         kind = i % 4
         if kind == 0:
             out.append(f"Note {i}: {name} keeps the {adj} {noun} in a shed near {place}.")
@@ -171,7 +170,7 @@ def bare_graph(checkpointer: Any):
     from langgraph.graph import END, START, MessagesState, StateGraph
 
     from pagefault.models.offline import OfflineChatModel
-    from pagefault.tokens import token_counter
+    from pagefault.models.tokens import token_counter
 
     model, counter = OfflineChatModel(), token_counter("offline")  # the counter the model and pagefault share
 
@@ -237,7 +236,7 @@ def run_create_agent(work: Path, lines: list[str], marks: set[int], progress: bo
 
 def document(tokens: int, seed: int = 11) -> str:
     """A generated document of about ``tokens`` cl100k tokens: paragraphs of synthetic records."""
-    from pagefault.tokens import TokenCounter
+    from pagefault.models.tokens import TokenCounter
 
     rng = random.Random(seed)
     paras, n, i = [], 0, 0
@@ -251,11 +250,11 @@ def document(tokens: int, seed: int = 11) -> str:
 
 
 def run_ingest(work: Path, tokens: int) -> dict[str, float]:
-    from pagefault.documents import ingest_document, split_passages
-    from pagefault.embeddings import _Model
+    from pagefault.maintenance.documents import ingest_document, split_passages
+    from pagefault.models.embeddings import _Model
+    from pagefault.models.tokens import TokenCounter
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
-    from pagefault.tokens import TokenCounter
 
     text = document(tokens)
     n_tokens = TokenCounter("offline").count_text(text)
@@ -296,7 +295,7 @@ def turns_table(runs: list[Run], info: dict, early: range, late: range, turns: i
                       f"or compaction waits for them); {info['drain_s']:.2f} s was left to write after the last turn."]
     lines += [
         "",
-        f"Added latency vs bare, early range: "
+        "Added latency vs bare, early range: "
         + ", ".join(f"{r.name} p50 {r.stats(early)[0] - b_e[0]:+.1f} / p95 {r.stats(early)[1] - b_e[1]:+.1f} ms"
                     for r in runs if r is not bare) + ".",
         "",
@@ -311,7 +310,8 @@ def turns_table(runs: list[Run], info: dict, early: range, late: range, turns: i
     lines += [
         "",
         f"pagefault after {turns:,} turns: checkpoints.sqlite {info['checkpoint_db'] / mb:,.1f} MiB, whole data directory "
-        f"(checkpoints, core store, archival Chroma, recall vectors, BM25) {info['data_dir'] / mb:,.1f} MiB; {info['archival']:,} archival records, "
+        f"(checkpoints, core store, archival Chroma, recall vectors, BM25) {info['data_dir'] / mb:,.1f} MiB; "
+        f"{info['archival']:,} archival records, "
         f"{info['recall']:,} recall entries, {info['compactions']} compactions, {info['evicted']:,} messages evicted, "
         f"{info['window_messages']} in the window at the end. "
         f"RSS {info['rss_before'] / mb:,.0f} MiB before loading, {info['rss_loaded'] / mb:,.0f} MiB with {passages:,} "
@@ -329,7 +329,8 @@ def ingest_table(ing: dict[str, float], cmd: str) -> str:
         "",
         "| path | seconds | tokens/s | passages/s | share of embedding-only |",
         "|---|---:|---:|---:|---:|",
-        f"| embedding the passages only (uncached) | {ing['embed_s']:.1f} | {et:,.0f} | {ing['passages'] / ing['embed_s']:.1f} | 100 % |",
+        f"| embedding the passages only (uncached) | {ing['embed_s']:.1f} | {et:,.0f} | "
+        f"{ing['passages'] / ing['embed_s']:.1f} | 100 % |",
         f"| `ingest_document` (split, embed, insert into Chroma + BM25) | {ing['ingest_s']:.1f} | {it:,.0f} | "
         f"{ing['passages'] / ing['ingest_s']:.1f} | {100 * it / et:.1f} % |",
     ])

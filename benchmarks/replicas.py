@@ -50,7 +50,7 @@ def worker(args: argparse.Namespace) -> None:
     from langchain_core.messages import HumanMessage
 
     from pagefault import Context, open_embedded
-    from pagefault.production import open_postgres
+    from pagefault.persistence.postgres import open_postgres
     from pagefault.stores import MemoryServices
 
     ctx = Context(user_id="bench")  # engines and data dir from the environment
@@ -105,7 +105,6 @@ def _database(admin_url: str, name: str) -> str:
 
 def run(turns: int, admin_url: str) -> dict:
     import psycopg
-
     from engines import ChromaServer
 
     work = Path(tempfile.mkdtemp(prefix="pf-bench-"))

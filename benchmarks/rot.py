@@ -51,11 +51,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from pagefault import Context, open_embedded  # noqa: E402
-from pagefault.consolidate import consolidate  # noqa: E402
-from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
-from pagefault.stores.validity import parse_fact  # noqa: E402
 from results_md import write_section  # noqa: E402
+
+from pagefault import Context, open_embedded  # noqa: E402
+from pagefault.consolidation.consolidate import consolidate  # noqa: E402
+from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
+from pagefault.text.facts import parse_fact  # noqa: E402
 
 SEED = 20_240_503
 FIRST = ("Ana Ben Cleo Dev Eli Fay Gus Hana Ivo Jon Kai Lea Max Nia Oto Pia Quin Rae Sam Tia Uma Vic Wen Xia Yann "
@@ -105,7 +106,7 @@ def _day(i: int) -> datetime:
 def generate(subjects: int = 500, seed: int = SEED) -> Scenario:
     """The dated mentions (see module docs); the same seed gives the same conversation."""
     rng = random.Random(seed)
-    names = [f"{f} {l}" for l in LAST for f in FIRST]
+    names = [f"{first} {last}" for last in LAST for first in FIRST]
     rng.shuffle(names)
     if subjects > len(names):
         raise ValueError(f"at most {len(names)} subjects")
@@ -209,8 +210,9 @@ def accuracy(svc: MemoryServices, scope: Scope, s: Scenario, *, validity: bool) 
 def locomo_check(conversations: int, progress: bool = True) -> dict[str, Any]:
     """conversation_search recall@10 (overall, temporal) after import, then after a consolidation pass."""
     import locomo  # benchmarks/locomo.py: the data loader and the paper's metric
-    from pagefault.history import import_history
-    from pagefault.tools import MemoryCall, run_memory_tool
+
+    from pagefault.maintenance.history_import import import_history
+    from pagefault.tools.handlers import MemoryCall, run_memory_tool
 
     data = locomo.load()[:conversations]
     scores: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}

@@ -15,16 +15,17 @@ kernel. What a user imports:
 - ``export_agent`` / ``import_agent``: a whole agent's memory as one versioned JSON file.
 """
 
-from pagefault.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
-from pagefault.embeddings import OfflineEmbeddings
 from pagefault.graph import Context, PagefaultState, build_graph, graph
-from pagefault.models import OfflineChatModel, load_chat_model
+from pagefault.integrations.langchain_tools import memory_tools
+from pagefault.integrations.middleware import PagefaultMiddleware
+from pagefault.integrations.retriever import ArchivalRetriever
+from pagefault.maintenance.transfer import export_agent, import_agent
+from pagefault.models.chat import load_chat_model
+from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.offline import OfflineChatModel
+from pagefault.models.tokens import TokenCounter
+from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
 from pagefault.stores import ArchivalStore, CoreMemory, MemoryServices, RecallIndex, Scope
-from pagefault.tokens import TokenCounter
-from pagefault.middleware import PagefaultMiddleware
-from pagefault.retriever import ArchivalRetriever
-from pagefault.toolkit import memory_tools
-from pagefault.transfer import export_agent, import_agent
 
 __all__ = [
     "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "MemoryServices", "OfflineChatModel",

@@ -41,8 +41,7 @@ def slow_writers(data_dir):
     writer.linger = journal.linger = 30.0
 
     def busy(scope: Scope) -> bool:
-        with writer._cond:
-            return bool(writer._queue or writer._current) or bool(journal.pending_in(scope))
+        return writer.busy() or bool(journal.pending_in(scope))
 
     def idle(scope: Scope, timeout: float = 20.0) -> bool:
         deadline = time.monotonic() + timeout

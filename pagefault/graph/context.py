@@ -16,10 +16,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable
 
-from pagefault.guard import GUARD_MODES
-
-#: What happens to a core-memory edit that comes from untrusted content.
-CORE_EDIT_POLICIES = ("deny", "approve", "allow")
+from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
 
 DEFAULT_PERSONA = (
     "I am a helpful assistant with a long-term memory. I keep what the user tells me, "
@@ -101,7 +98,7 @@ class Context:
                        "Chroma directory under data_dir; empty for embedded."})
     database_url: str = field(default_factory=_env("database_url", ""), metadata={
         "description": "Postgres (postgresql://...) for the BM25 index when chroma_url is set, so replicas "
-                       "share it; threads and core memory go to Postgres through pagefault.production."})
+                       "share it; threads and core memory go to Postgres through pagefault.persistence.postgres."})
 
     def __post_init__(self) -> None:
         self.validate()
@@ -110,7 +107,8 @@ class Context:
         """Raise ValueError with a clear message for settings that cannot work."""
         for f in fields(self):
             value = getattr(self, f.name)
-            kind = {"str": str, "int": int, "float": (int, float), "bool": bool}.get(str(f.type))
+            kinds: dict[str, type | tuple[type, ...]] = {"str": str, "int": int, "float": (int, float), "bool": bool}
+            kind = kinds.get(str(f.type))
             if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
                 noun = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}[str(f.type)]
                 raise ValueError(f"{f.name} must be {noun}, got {value!r}")

@@ -20,7 +20,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, create_model
@@ -30,14 +30,20 @@ from pagefault.graph.state import InputState, PagefaultState
 from pagefault.nodes.compact import make_compact
 from pagefault.nodes.dispatch import make_dispatch
 from pagefault.nodes.memory import answered_ids, make_memory
-from pagefault.nodes.reason import make_reason, measure
-from pagefault.nodes.thread_owner import claim_thread
-from pagefault.nodes.wiring import Wiring, scope_of, thread_id
+from pagefault.nodes.reason import make_reason
 from pagefault.serve.settings import ServerSettings, served_settings
+from pagefault.window.setup import AgentSetup
+from pagefault.window.thread_owner import claim_thread
+
+#: The pagefault graph's type: its state, context, input and output schemas.
+PagefaultBuilder = StateGraph[PagefaultState, Context, InputState, PagefaultState]
+#: The compiled graph. Its input is Any: a run takes an ``InputState`` or, as every caller does, a dict of
+#: its fields (``{"messages": [...]}``), and a LangGraph input type argument cannot say "either".
+PagefaultGraph = CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]
 
 
 def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
-                 served: ServerSettings | None = None) -> StateGraph:
+                 served: ServerSettings | None = None) -> PagefaultBuilder:
     """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools.
 
     ``served``: the server's settings, for a graph a server runs for its clients (``langgraph dev``, a
@@ -45,20 +51,19 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
     (``pagefault.serve.CLIENT_FIELDS``, with this server's defaults); everything else comes from
     ``served.base``, and the user from LangGraph auth when the server has it.
     """
-    wiring = Wiring(model=model, tools=list(tools), served=served)
+    setup = AgentSetup(model=model, tools=list(tools), served=served)
 
     def over_budget(state: PagefaultState, config: RunnableConfig,
                     runtime: Runtime[Context]) -> Literal["compact", "reason"]:
-        ctx = wiring.context(runtime)
-        claim_thread(state.owner, scope_of(ctx), thread_id(config))  # refused before the window is measured
-        total = measure(state, runtime, wiring, ctx=ctx).total
-        return "compact" if total > ctx.compaction_trigger * ctx.context_window else "reason"
+        run = setup.open_run(setup.context(runtime), runtime.store, config)
+        claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
+        return "compact" if run.over_budget(run.main_context(state, setup.tool_schemas)) else "reason"
 
     def after_reason(state: PagefaultState) -> Literal["memory", "dispatch", "__end__"]:
         last = state.messages[-1] if state.messages else None
         if not isinstance(last, AIMessage) or not (last.tool_calls or last.invalid_tool_calls):
-            return END
-        if last.invalid_tool_calls or any(tc["name"] not in wiring.user_tool_names for tc in last.tool_calls):
+            return "__end__"  # END, whose declared type is plain str
+        if last.invalid_tool_calls or any(tc["name"] not in setup.user_tool_names for tc in last.tool_calls):
             return "memory"
         return "dispatch"
 
@@ -66,16 +71,16 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
                      runtime: Runtime[Context]) -> Literal["dispatch", "compact", "reason"]:
         last_ai = next(m for m in reversed(state.messages) if isinstance(m, AIMessage))
         done = answered_ids(state)
-        if any(tc["name"] in wiring.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
+        if any(tc["name"] in setup.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
             return "dispatch"
         return over_budget(state, config, runtime)
 
     context_schema = served.context_schema() if served is not None else Context
-    builder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
-    builder.add_node("reason", make_reason(wiring))
-    builder.add_node("memory", make_memory(wiring))
-    builder.add_node("dispatch", make_dispatch(wiring))
-    builder.add_node("compact", make_compact(wiring))
+    builder: PagefaultBuilder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
+    builder.add_node("reason", make_reason(setup))
+    builder.add_node("memory", make_memory(setup))
+    builder.add_node("dispatch", make_dispatch(setup))
+    builder.add_node("compact", make_compact(setup))
     builder.add_conditional_edges(START, over_budget)
     builder.add_conditional_edges("reason", after_reason)
     builder.add_conditional_edges("memory", after_memory)
@@ -92,11 +97,11 @@ def build_graph(
     model: BaseChatModel | None = None,
     name: str = "pagefault",
     served: ServerSettings | None = None,
-) -> CompiledStateGraph:
+) -> PagefaultGraph:
     """Compile the pagefault graph for library use.
 
     ``checkpointer`` holds conversation recall (the source of truth for every past turn) and
-    ``store`` holds core memory; see ``pagefault.embedded`` for the SQLite defaults. ``served``: see
+    ``store`` holds core memory; see ``pagefault.persistence.embedded`` for the SQLite defaults. ``served``: see
     ``make_builder``.
     """
     return make_builder(tools=tools, model=model, served=served).compile(checkpointer=checkpointer, store=store,

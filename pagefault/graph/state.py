@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any, Sequence, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.graph import add_messages
 
-from pagefault.stores.valid import encodable, repaired
+from pagefault.text.unicode import encodable, repaired
 
 
 def _repair(message: BaseMessage) -> BaseMessage:
@@ -30,7 +30,9 @@ def _repair(message: BaseMessage) -> BaseMessage:
 def add_storable_messages(left: Any, right: Any) -> Any:
     """``add_messages``, with text UTF-8 cannot encode (lone surrogates, e.g. from a JSON ``\\ud800``
     escape) replaced by U+FFFD: every message must be storable by the checkpointer and the indexes."""
-    return [_repair(m) for m in add_messages(left, right)]
+    # add_messages returns the merged list of message objects; its declared type is its (wider) input type.
+    merged = cast("list[BaseMessage]", add_messages(left, right))
+    return [_repair(m) for m in merged]
 
 
 @dataclass

@@ -36,15 +36,12 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from pagefault.redact import redact
-from pagefault.stores.lexical import query_terms
-from pagefault.stores.validity import parse_fact
-from pagefault.tokens import message_text, token_counter
-
-#: The compaction node's instruction; the offline model recognises it by this first line.
-SUMMARY_INSTRUCTION = "Summarize the conversation excerpt below for your own future reference."
-#: The reason node's memory-pressure note; the offline model recognises it by this marker.
-PRESSURE_MARKER = "MEMORY PRESSURE"
+from pagefault.models.tokens import token_counter
+from pagefault.safety.redaction import redact
+from pagefault.text.facts import parse_fact
+from pagefault.text.messages import message_text
+from pagefault.text.prompts import PRESSURE_MARKER, SUMMARY_INSTRUCTION
+from pagefault.text.terms import query_terms
 
 _QUESTION_START = re.compile(
     r"^(what|who|whom|whose|where|when|why|how|which|do|does|did|is|are|was|were|can|could|would|"

@@ -1,4 +1,5 @@
-"""The graph's nodes: reason, memory (page faults), dispatch (user tools) and compact."""
+"""The graph's node factories, one per node: ``reason`` (the model call), ``memory`` (page faults),
+``dispatch`` (the user's own tools) and ``compact`` (summarize and evict)."""
 
 from pagefault.nodes.compact import make_compact
 from pagefault.nodes.dispatch import make_dispatch

@@ -10,18 +10,18 @@ from langgraph.prebuilt import ToolNode
 
 from pagefault.graph.state import PagefaultState
 from pagefault.nodes.memory import answered_ids, last_ai
-from pagefault.nodes.wiring import Wiring
+from pagefault.window.setup import AgentSetup
 
 
-def make_dispatch(wiring: Wiring) -> Callable[..., dict[str, Any]]:
-    node = ToolNode(list(wiring.tools), handle_tool_errors=True) if wiring.tools else None
+def make_dispatch(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
+    node = ToolNode(list(setup.tools), handle_tool_errors=True) if setup.tools else None
 
     def dispatch(state: PagefaultState, config: RunnableConfig) -> dict[str, Any]:
         ai = last_ai(state)
         if ai is None or node is None:
             return {}
         done = answered_ids(state)
-        calls = [tc for tc in ai.tool_calls if tc["name"] in wiring.user_tool_names and tc["id"] not in done]
+        calls = [tc for tc in ai.tool_calls if tc["name"] in setup.user_tool_names and tc["id"] not in done]
         if not calls:
             return {}
         # Hand ToolNode only the user's calls; memory calls were answered by the memory node.

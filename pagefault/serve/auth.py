@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import os
-from contextvars import ContextVar
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import httpx
 import jwt
@@ -183,8 +183,14 @@ async def _claim_thread(thread_id: object, ctx: Context) -> None:
             status_code=403, detail=f"thread {thread_id} belongs to another user or agent; start a new thread")
 
 
-def _tag(value: dict[str, Any], user: str | None) -> Auth.types.FilterType | None:
+_Created = Auth.types.ThreadsCreate | Auth.types.RunsCreate | Auth.types.AssistantsCreate | Auth.types.CronsCreate
+
+
+def _tag(created: _Created, user: str | None) -> Auth.types.FilterType | None:
     """Tag a new resource with its owner and return the filter that keeps it theirs."""
+    # Every payload is a plain dict at runtime, and each one (a cron's too, which the SDK's type leaves
+    # out) may carry metadata.
+    value = cast(dict[str, Any], created)
     metadata = value.setdefault("metadata", {}) if isinstance(value.get("metadata"), dict) or \
         value.get("metadata") is None else None
     if metadata is None:
@@ -204,19 +210,19 @@ def _mine(user: str | None) -> Auth.types.FilterType | None:
 
 
 @auth.on.threads.create
-async def on_thread_create(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate):
     return _tag(value, _user(ctx))
 
 
 @auth.on.threads.update
-async def on_thread_update(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_thread_update(ctx: Auth.types.AuthContext, value: Auth.types.ThreadsUpdate):
     user = _user(ctx)
     _refuse_server_keys(value.get("metadata"), user)
     return _mine(user)
 
 
 @auth.on.threads.create_run
-async def on_run_create(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate):
     user = _user(ctx)
     kwargs = value.get("kwargs") or {}
     config = kwargs.get("config") or {}
@@ -243,14 +249,14 @@ async def on_threads(ctx: Auth.types.AuthContext, value: Any):
 
 
 @auth.on.assistants.create
-async def on_assistant_create(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_assistant_create(ctx: Auth.types.AuthContext, value: Auth.types.AssistantsCreate):
     user = _user(ctx)
     _check_settings(user, value.get("context"), value.get("config"), where="assistant")
     return _tag(value, user)
 
 
 @auth.on.assistants.update
-async def on_assistant_update(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_assistant_update(ctx: Auth.types.AuthContext, value: Auth.types.AssistantsUpdate):
     user = _user(ctx)
     _check_settings(user, value.get("context"), value.get("config"), where="assistant")
     _refuse_server_keys(value.get("metadata"), user)
@@ -269,7 +275,7 @@ async def on_assistants(ctx: Auth.types.AuthContext, value: Any):
 
 
 @auth.on.crons.create
-async def on_cron_create(ctx: Auth.types.AuthContext, value: dict[str, Any]):
+async def on_cron_create(ctx: Auth.types.AuthContext, value: Auth.types.CronsCreate):
     user = _user(ctx)
     payload = value.get("payload") or {}
     _check_settings(user, payload.get("context"), {"configurable": {

@@ -30,8 +30,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pagefault.graph.context import CORE_EDIT_POLICIES, Context
-from pagefault.guard import GUARD_MODES
+from pagefault.graph.context import Context
+from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
 
 #: What a client may set per run on a served graph.
 CLIENT_FIELDS: tuple[str, ...] = ("user_id", "agent_id", "model", "persona", "top_k", "guard",

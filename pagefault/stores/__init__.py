@@ -1,4 +1,6 @@
-"""The memory tiers: core (BaseStore), archival (Chroma + BM25) and recall (derived from checkpoints)."""
+"""The memory tiers: core (a LangGraph ``BaseStore``), archival (Chroma + BM25) and recall (derived
+from checkpoints), with procedures, provenance, validity and the search indexes (``index/``) and
+write-behind writers (``writers/``) behind them."""
 
 from pagefault.stores.archival import ArchivalRecord, ArchivalStore, Provenance
 from pagefault.stores.core import CoreBlock, CoreMemory, CoreMemoryError

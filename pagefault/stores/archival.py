@@ -17,15 +17,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Sequence
 
-from pagefault.guard import GUARD_VERSION, scan
-from pagefault.redact import redact
-from pagefault.locks import LocalLocks, LockTimeout, locks_for
-from pagefault.stores.archival_journal import ArchivalJournal, Entry
-from pagefault.stores.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
+from pagefault.engines.locks import LocalLocks, LockTimeout, locks_for
+from pagefault.safety.guard import GUARD_VERSION, scan
+from pagefault.safety.redaction import redact
+from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
-from pagefault.stores.valid import check_unicode
-from pagefault.stores.validity import ALL, CURRENT, Fact, Stamped, Validity, as_of as true_at, parse_fact, timeline
+from pagefault.stores.validity import ALL, CURRENT, Stamped, Validity, timeline
+from pagefault.stores.validity import as_of as true_at
+from pagefault.stores.writers.archival_journal import ArchivalJournal, Entry
+from pagefault.text.facts import Fact, parse_fact
+from pagefault.text.unicode import check_unicode
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
@@ -103,6 +105,13 @@ def record_from_hit(hit: Hit) -> ArchivalRecord:
                           merged_from=int(m.get("merged_count", 0)), guard_version=str(m.get("guard_version", "")))
 
 
+def _validity(record: ArchivalRecord) -> Validity:
+    """The validity of a record read or made here (``record_from_hit`` and ``_new_record`` always set one)."""
+    if record.validity is None:
+        raise ValueError(f"archival record {record.id} has no validity")
+    return record.validity
+
+
 _local_locks = LocalLocks()
 
 
@@ -111,8 +120,8 @@ def fact_lock(index: HybridIndex, scope: Scope, key: str) -> Iterator[None]:
     """Hold one fact key of one scope while its timeline is rewritten: across replicas when the BM25
     shadow is in Postgres (they share it), within this process otherwise."""
     name = ("archival-fact", scope.key, key)
-    url = getattr(index.lexical, "url", None)
-    if isinstance(url, str) and url:
+    url = index.lexical.url
+    if url:
         with locks_for(url).hold(*name):
             yield
         return
@@ -141,8 +150,7 @@ class ArchivalStore:
 
     def __init__(self, index: HybridIndex, *, journal_path: str | None = None) -> None:
         self._index = index
-        complete = getattr(index.lexical, "fact_keys_complete", None)
-        if complete is not None and not complete():
+        if index.lexical.fact_keys_complete() is False:  # (None: a backend that keeps no fact keys)
             self._fill_fact_keys()
         #: Inserts a turn makes, written behind it (embedded setup only; see ``archival_journal``).
         self.journal = ArchivalJournal(journal_path, self._write_journalled,
@@ -301,8 +309,9 @@ class ArchivalStore:
             near = self._fact_hits(scope, fact.key, since)
             stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
                        for h in near if h.id != rid]
-            changes = timeline([*stamped, Stamped(rid, fact.value, record.validity)])
-            validity = changes.pop(rid, record.validity)
+            fresh = _validity(record)
+            changes = timeline([*stamped, Stamped(rid, fact.value, fresh)])
+            validity = changes.pop(rid, fresh)
             item.metadata.update(validity.metadata())
             index.upsert([item])  # first: a crash before the restamp leaves two current records,
             if changes:  # which consolidation settles
@@ -312,7 +321,7 @@ class ArchivalStore:
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
         """Every record of one fact key (current and superseded), oldest event time first."""
         recs = [record_from_hit(h) for h, _ in self.index.find(scope.key, extra={"fact_key": key})]
-        return sorted(recs, key=lambda r: (r.validity.valid_from, r.validity.recorded_at, r.id))  # type: ignore[union-attr]
+        return sorted(recs, key=lambda r: (_validity(r).valid_from, _validity(r).recorded_at, r.id))
 
     def settle(self, scope: Scope, key: str) -> dict[str, Validity]:
         """Recompute the validity of every record of one fact key (the caller holds ``fact_lock``):
@@ -331,8 +340,8 @@ class ArchivalStore:
         # Not ``self.index``: the caller holds the key's fact lock, which a journalled insert of the
         # same key waits for, so waiting for the journal here could wait forever.
         index = self._index
-        lookup = getattr(index.lexical, "fact_records", None) if index.shadow_is_complete else None
-        ids = lookup(scope.key, key, since) if lookup is not None and since is not None else None
+        ids = index.lexical.fact_records(scope.key, key, since) if index.shadow_is_complete and since is not None \
+            else None
         if ids is None:
             return [h for h, _ in index.find(scope.key, extra={"fact_key": key})]
         return [h for h in index.get(ids) if h.metadata.get("scope") == scope.key]

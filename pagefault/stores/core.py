@@ -16,14 +16,14 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from pagefault.guard import scan
-from pagefault.locks import edit_lock
-from pagefault.redact import redact
+from pagefault.engines.locks import edit_lock
+from pagefault.safety.guard import scan
+from pagefault.safety.redaction import redact
 from pagefault.stores import typed_core
+from pagefault.stores.cached_reads import cached_read
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
-from pagefault.stores.store_reads import cached_read
-from pagefault.stores.valid import encodable
+from pagefault.text.unicode import encodable
 
 DEFAULT_BLOCK_LIMIT = 2_000
 #: Largest character limit of a block: every block is in every prompt.

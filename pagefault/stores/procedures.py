@@ -17,13 +17,13 @@ from typing import Any
 
 from langgraph.store.base import BaseStore
 
-from pagefault.guard import scan
-from pagefault.locks import edit_lock
-from pagefault.redact import redact
+from pagefault.engines.locks import edit_lock
+from pagefault.safety.guard import scan
+from pagefault.safety.redaction import redact
+from pagefault.stores.cached_reads import cached_read
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
-from pagefault.stores.store_reads import cached_read
-from pagefault.stores.valid import encodable
+from pagefault.text.unicode import encodable
 
 #: Characters of one procedure; a rule is a sentence, not a document.
 MAX_PROCEDURE_CHARS = 300

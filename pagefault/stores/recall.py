@@ -23,15 +23,16 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from pagefault.guard import GUARD_VERSION, scan
-from pagefault.embeddings import background_embedding
-from pagefault.redact import redact
+from pagefault.models.embeddings import background_embedding
+from pagefault.safety.guard import GUARD_VERSION, scan
+from pagefault.safety.redaction import redact
 from pagefault.stores.archival import check_search
-from pagefault.stores.hybrid import HybridIndex, IndexedText, fuse
-from pagefault.stores.recall_writer import RecallWriter
+from pagefault.stores.index.hybrid import HybridIndex, IndexedText, fuse
+from pagefault.stores.index.protocols import SearchFilters
 from pagefault.stores.scope import Scope
-from pagefault.stores.valid import check_unicode, repaired
-from pagefault.tokens import message_text
+from pagefault.stores.writers.recall_writer import RecallWriter
+from pagefault.text.messages import message_text
+from pagefault.text.unicode import check_unicode, repaired
 
 #: Longest text indexed per message (the embedding sees less; BM25 sees all of it).
 MAX_INDEXED_CHARS = 200_000
@@ -71,7 +72,7 @@ REQUOTING_TOOLS = frozenset({"archival_memory_search", "conversation_search"})
 
 def recall_text(message: BaseMessage) -> str:
     """How a message reads in recall: speaker, text, and any tool calls it made. Secrets are redacted
-    (``pagefault.redact``): the index never holds a key; the checkpoint keeps the message as sent."""
+    (``pagefault.safety.redaction``): the index never holds a key; the checkpoint keeps the message as sent."""
     text = message_text(message)
     if isinstance(message, ToolMessage) and message.name in REQUOTING_TOOLS:
         text = text.split("\n", 1)[0]
@@ -298,7 +299,7 @@ class RecallIndex:
         check_search(query, top_k, start, end, thread_id)
         self.writer.flush(in_window=(scope, window[0], window[1]) if window is not None else None)
         n = max(CANDIDATES, top_k)
-        filters = dict(thread_id=thread_id, start=start, end=end)
+        filters = SearchFilters(thread_id=thread_id, start=start, end=end)
         turn_lexical = self.index.start_lexical(query, scope.key, n, **filters)
         unit_lexical = self.units.start_lexical(query, scope.key, n, **filters)
         qvec = self.index.embeddings.embed_array([query])[0]

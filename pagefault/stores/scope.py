@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pagefault.stores.valid import check_unicode
+from pagefault.text.unicode import check_unicode
 
 _MAX_ID = 256
 

@@ -2,7 +2,7 @@
 
 Opened once per process and shared by every graph and thread that uses the directory. With a
 Chroma server URL the vectors live on that server, and with a database URL as well the BM25
-shadow lives in Postgres, so replicas share both (see ``pagefault.backends``).
+shadow lives in Postgres, so replicas share both (see ``pagefault.engines.connections``).
 """
 
 from __future__ import annotations
@@ -13,22 +13,26 @@ import threading
 from dataclasses import dataclass
 
 import chromadb
+from chromadb.api import ClientAPI
+from chromadb.api.collection_configuration import UpdateHNSWConfiguration
+from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 
-from pagefault import backends
-from pagefault.embeddings import OfflineEmbeddings
+from pagefault.engines import connections as backends
+from pagefault.models.embeddings import OfflineEmbeddings
 from pagefault.stores.archival import ArchivalStore
-from pagefault.stores.hybrid import HybridIndex
-from pagefault.stores.lexical import LexicalIndex
-from pagefault.stores.pg_lexical import PostgresLexicalIndex
+from pagefault.stores.index.hybrid import HybridIndex
+from pagefault.stores.index.lexical_postgres import PostgresLexicalIndex
+from pagefault.stores.index.lexical_sqlite import LexicalIndex
+from pagefault.stores.index.protocols import LexicalBackend, VectorCollection
+from pagefault.stores.index.resident_vectors import ResidentCollection
+from pagefault.stores.index.tiered_vectors import TieredCollection
 from pagefault.stores.recall import RecallIndex
-from pagefault.stores.resident_vectors import ResidentCollection
-from pagefault.stores.tiered import TieredCollection
 
 #: Chroma keeps writes in a log and folds them into its HNSW index every ``sync_threshold`` records
 #: (default 1,000); each write costs more the longer that log is (1 record into 100k: 7 ms just after a
 #: fold, 15 ms before the next), while a fold of 100 costs one write ~50 ms. So fold every 100.
-HNSW_WRITES = {"sync_threshold": 100, "batch_size": 100}
+HNSW_WRITES: UpdateHNSWConfiguration = {"sync_threshold": 100, "batch_size": 100}
 #: Where recall's vectors live on the embedded setup (``resident_vectors``), beside ``lexical.sqlite``.
 RECALL_FILE = "recall.sqlite"
 #: Where archival's recent small writes wait to move to Chroma on the embedded setup (``tiered``).
@@ -45,7 +49,7 @@ class MemoryServices:
     embeddings: OfflineEmbeddings
     archival: ArchivalStore
     recall: RecallIndex
-    client: object
+    client: ClientAPI
     chroma_url: str = ""
     database_url: str = ""  # set when the BM25 shadow is in Postgres
 
@@ -81,15 +85,19 @@ class MemoryServices:
                 index_path = os.path.join(path, "lexical.sqlite")
 
                 def hybrid(kind: str) -> HybridIndex:
-                    def make(c: object) -> object:
-                        col = c.get_or_create_collection(  # type: ignore[attr-defined]
-                            f"pagefault_{kind}", embedding_function=emb,
+                    def make(c: ClientAPI) -> Collection:
+                        col = c.get_or_create_collection(
+                            # chromadb wants an EmbeddingFunction of documents or images, whose ``embed_query``
+                            # clashes with LangChain's: this one embeds text, as a LangChain ``Embeddings``.
+                            f"pagefault_{kind}", embedding_function=emb,  # type: ignore[arg-type]
                             configuration={"hnsw": {"space": "cosine", **HNSW_WRITES}},
                         )
                         return with_short_write_log(col)
 
-                    col = backends.server_collection(client, server, kind, make) if server else make(client)
-                    lexical = PostgresLexicalIndex(shared, kind) if shared else LexicalIndex(index_path, kind)
+                    col: VectorCollection = backends.server_collection(client, server, kind, make) if server \
+                        else make(client)
+                    lexical: LexicalBackend = PostgresLexicalIndex(shared, kind) if shared \
+                        else LexicalIndex(index_path, kind)
                     # A Chroma server with the BM25 file here: other hosts may write what this file lacks.
                     return HybridIndex(col, lexical, emb, shadow_is_complete=not (server and not shared))
 
@@ -109,7 +117,7 @@ class MemoryServices:
             return _open[key]
 
 
-def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings, *, page: int = 2_000) -> HybridIndex:
+def resident_hybrid(client: ClientAPI, path: str, kind: str, emb: OfflineEmbeddings, *, page: int = 2_000) -> HybridIndex:
     """A recall index on the embedded setup: vectors in ``recall.sqlite``, BM25 in ``lexical.sqlite``.
 
     A directory written before recall left Chroma has its records in Chroma's ``pagefault_<kind>``;
@@ -118,8 +126,8 @@ def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings
     name = f"pagefault_{kind}"
     col = ResidentCollection(os.path.join(path, RECALL_FILE), name)
     if not col.noted("copied from chroma") and name in {
-            c if isinstance(c, str) else c.name for c in client.list_collections()}:  # type: ignore[attr-defined]
-        old = client.get_collection(name)  # type: ignore[attr-defined]
+            c if isinstance(c, str) else c.name for c in client.list_collections()}:
+        old: VectorCollection = client.get_collection(name)
         offset = 0
         while True:
             got = old.get(include=["documents", "metadatas", "embeddings"], limit=page, offset=offset)
@@ -135,12 +143,12 @@ def resident_hybrid(client: object, path: str, kind: str, emb: OfflineEmbeddings
     return HybridIndex(col, LexicalIndex(os.path.join(path, "lexical.sqlite"), kind), emb)
 
 
-def with_short_write_log(col: object) -> object:
+def with_short_write_log(col: Collection) -> Collection:
     """A collection made before ``HNSW_WRITES`` is changed to it (the setting persists in Chroma)."""
     try:
-        hnsw = (col.configuration or {}).get("hnsw") or {}  # type: ignore[attr-defined]
+        hnsw = (col.configuration or {}).get("hnsw") or {}
         if hnsw.get("sync_threshold", HNSW_WRITES["sync_threshold"]) > HNSW_WRITES["sync_threshold"]:
-            col.modify(configuration={"hnsw": dict(HNSW_WRITES)})  # type: ignore[attr-defined]
+            col.modify(configuration={"hnsw": HNSW_WRITES.copy()})
     except Exception as exc:  # only a speed setting: an older server may refuse it
-        log.warning("could not shorten Chroma's write log of %s: %s", getattr(col, "name", "?"), exc)
+        log.warning("could not shorten Chroma's write log of %s: %s", col.name, exc)
     return col

@@ -19,7 +19,7 @@ item cannot itself contain ``"; "``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -52,7 +52,7 @@ def validate(schema: dict[str, Any], data: object) -> dict[str, Any]:
     if errors:
         problems = "; ".join(f"{'.'.join(map(str, e.path)) or 'block'}: {e.message}" for e in errors[:5])
         raise TypedBlockError(f"does not fit the section's schema ({problems})")
-    return data  # type: ignore[return-value]
+    return cast("dict[str, Any]", data)  # a schema of ``type: object`` (``check_schema``) passes only a dict
 
 
 def _scalar(value: Any) -> str:

@@ -1,0 +1,1 @@
+"""The ``pagefault`` command: one module per command, the entry point in ``main``."""

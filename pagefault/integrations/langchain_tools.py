@@ -1,0 +1,126 @@
+"""pagefault's memory tools as plain LangChain tools, for any agent, chain or ``ToolNode``.
+
+The tools are the same six the graph binds, run by the same handlers (``run_memory_tool``). Whose
+memory a call touches comes from the run, never from the model's arguments: LangGraph auth's user
+where there is one, else the runtime context (a pagefault ``Context``, or any context object or
+mapping with ``user_id``/``agent_id``), else the config's ``configurable``, else the settings given
+to ``memory_tools``. Every other setting is the app's (``ServerSettings.for_app_run``). Core memory lives in the
+store given here, else the agent's store, else the embedded ``store.sqlite`` under ``data_dir``
+(the file ``open_embedded`` uses), so the graph, the middleware and these tools share one memory.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.prebuilt import ToolRuntime
+from langgraph.store.base import BaseStore
+from langgraph.store.sqlite import SqliteStore
+
+from pagefault.graph.context import Context
+from pagefault.models.tokens import token_counter
+from pagefault.serve.settings import ServerSettings
+from pagefault.tools.approval import Request, Reviewed
+from pagefault.tools.handlers import MEMORY_TOOLS, MemoryTool, ToolError
+from pagefault.window.events import emit_page_fault
+from pagefault.window.run import MemoryRun
+from pagefault.window.thread_owner import claim_thread
+
+_stores: dict[str, SqliteStore] = {}
+_stores_lock = threading.Lock()
+
+
+def embedded_store(data_dir: str) -> SqliteStore:
+    """The SQLite store under ``data_dir`` (opened once per process): core memory when no store is given."""
+    path = os.path.abspath(os.path.expanduser(data_dir))
+    with _stores_lock:
+        if path not in _stores:
+            os.makedirs(path, exist_ok=True)
+            conn = sqlite3.connect(os.path.join(path, "store.sqlite"), check_same_thread=False,
+                                   isolation_level=None, timeout=30)
+            conn.execute("PRAGMA journal_mode=WAL")
+            store = SqliteStore(conn)
+            store.setup()
+            _stores[path] = store
+        return _stores[path]
+
+
+def _field(state: Any, name: str, default: Any) -> Any:
+    if isinstance(state, Mapping):
+        return state.get(name, default)
+    return getattr(state, name, default)
+
+
+@dataclass
+class MemoryBinding:
+    """The fallbacks a set of tools was made with: settings and (optionally) a store."""
+
+    context: Context
+    store: BaseStore | None = None
+    app: ServerSettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.app = ServerSettings.of_app(self.context)
+
+    def settings(self, runtime: ToolRuntime | None) -> Context:
+        if runtime is None:
+            return self.context
+        return self.app.for_app_run(runtime.context, runtime.config)
+
+    def reviewed(self, runtime: ToolRuntime | None, tool: str, args: dict[str, Any]) -> tuple[Reviewed, Request]:
+        """One tool call, fixed by the run and reviewed as the graph's memory node reviews its calls."""
+        ctx = self.settings(runtime)
+        store = self.store or (runtime.store if runtime is not None else None) or embedded_store(ctx.data_dir)
+        config = runtime.config if runtime is not None else {}
+        run = MemoryRun.open(ctx, store, config, token_counter(ctx.model))
+        messages = list(_field(runtime.state, "messages", []) or []) if runtime is not None else []
+        if runtime is not None:  # under PagefaultMiddleware the thread has an owner; nobody else's call runs
+            claim_thread(_field(runtime.state, "owner", None), run.scope, run.thread_id)
+        # Under PagefaultMiddleware the state says where the window starts, as in the graph; an app
+        # that trims its own messages keeps no such count, and its searches cover everything.
+        evicted = _field(runtime.state, "evicted_count", None) if runtime is not None else None
+        call = run.memory_call(messages, int(evicted) if evicted is not None else None)
+        request = Request((runtime.tool_call_id if runtime is not None else None) or tool, tool, args)
+        return Reviewed(call, [request], can_ask=runtime is not None), request
+
+
+def _error_text(error: ToolException) -> str:
+    return f"Error: {error}"
+
+
+def _make_tool(spec: MemoryTool, binding: MemoryBinding) -> BaseTool:
+    # langchain-core injects the runtime only into a parameter annotated exactly ``ToolRuntime`` (not
+    # ``ToolRuntime | None``), and a direct call gets None: that None default cannot be typed.
+    def run(runtime: ToolRuntime = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:  # type: ignore[assignment]
+        try:
+            reviewed, request = binding.reviewed(runtime, spec.name, kwargs)
+            result = reviewed.run(request)
+        except ToolError as e:
+            emit_page_fault(spec.name, "error", [])
+            raise ToolException(str(e)) from e
+        emit_page_fault(spec.name, "success", result.artifact.get("citations", []))
+        return result.content, result.artifact
+
+    return StructuredTool.from_function(
+        func=run, name=spec.name, description=(spec.schema.__doc__ or "").strip(), args_schema=spec.schema,
+        response_format="content_and_artifact", handle_tool_error=_error_text,
+    )
+
+
+def memory_tools(context: Context | None = None, *, store: BaseStore | None = None, **settings: Any) -> list[BaseTool]:
+    """The six memory tools as LangChain tools.
+
+    ``context`` (or ``Context`` fields as keywords) are the app's settings; a run may set only the
+    client fields (``pagefault.serve.CLIENT_FIELDS``). ``store`` pins core memory to a store instead
+    of the agent's (or the embedded one).
+    """
+    if context is not None and settings:
+        raise TypeError("give either a Context or Context fields as keywords, not both")
+    binding = MemoryBinding(context if context is not None else Context(**settings), store)
+    return [_make_tool(spec, binding) for spec in MEMORY_TOOLS.values()]

@@ -1,0 +1,393 @@
+"""Export and import of a whole agent: one user's memory, every tier, as one versioned JSON file.
+
+An export carries the core blocks (with their JSON schemas, if typed), the learned procedures, every
+archival record with its id and provenance, and every
+thread of the user with its full message history (evicted turns included), its current window and
+its running summary. The recall index is not exported: it is derived from the threads and rebuilt
+from the imported checkpoints, as ``RecallIndex.rebuild`` always can.
+
+Import goes into an empty store only, and refuses files that are malformed or were written by a
+newer pagefault, with a message that says which. Threads are written through the graph's own
+``update_state``: first the whole history (so evicted turns live in a checkpoint, as they did at
+the source), then the window and summary as they stood. Recall hits therefore cite the imported
+checkpoints; everything else (ids, turns, texts, ranks) is as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Final, Iterator, Literal, Sequence, cast
+
+from langchain_core.messages import BaseMessage, RemoveMessage, messages_from_dict, messages_to_dict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from tqdm import tqdm
+
+from pagefault.graph.context import Context
+from pagefault.graph.graph import build_graph
+from pagefault.persistence.embedded import EmbeddedPersistence
+from pagefault.safety.guard import GUARD_VERSION, scan
+from pagefault.stores.archival import record_from_hit
+from pagefault.stores.core import CoreMemoryError
+from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
+from pagefault.stores.index.protocols import Include
+from pagefault.stores.procedures import ProceduralMemory, Procedure, ProcedureError
+from pagefault.stores.scope import Scope
+from pagefault.stores.services import MemoryServices
+from pagefault.window.run import core_memory
+
+FORMAT: Final = "pagefault-agent"
+#: The schema version this pagefault writes; it reads this version and older ones.
+#: 2: core blocks carry their JSON schema; procedures (learned rules) travel too.
+SCHEMA_VERSION = 2
+#: Rows fetched from Chroma per page.
+PAGE = 500
+#: Archival metadata keys the schema carries as named fields; any other key travels in ``metadata``.
+_ARCHIVAL_KEYS = frozenset({"scope", "thread_id", "created_at", "kind", "turn", "message_id", "source"})
+
+
+class TransferError(ValueError):
+    """An export or import that cannot be done; the message says why and what to do."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CoreBlockRecord(_Strict):
+    label: str
+    value: str
+    limit: int = Field(gt=0)
+    description: str = ""
+    value_schema: dict[str, Any] | None = Field(default=None, description="A typed block's JSON schema.")
+
+
+#: A procedure's kind (``pagefault.stores.procedures.KINDS``).
+ProcedureKind = Literal["rule", "preference"]
+
+
+class ProcedureRecord(_Strict):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    kind: ProcedureKind = "rule"
+    created_at: float
+    log: list[dict[str, Any]] = Field(default_factory=list, description="Its edit history, provenance first.")
+
+
+class ProvenanceRecord(_Strict):
+    thread_id: str = ""
+    turn: int = -1
+    message_id: str = ""
+    source: str = "agent"
+    created_at: float
+
+
+class ArchivalRecordOut(_Strict):
+    id: str = Field(min_length=1)
+    text: str = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    provenance: ProvenanceRecord
+    metadata: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Any further stored metadata of the record, kept as is.")
+
+
+class ThreadRecord(_Strict):
+    thread_id: str = Field(min_length=1)
+    messages: list[dict[str, Any]] = Field(description="Every turn of the thread, oldest first (LangChain message dicts).")
+    window: list[dict[str, Any]] = Field(description="The messages in the main context now (turns evicted_count on).")
+    summary: str = ""
+    evicted_count: int = Field(default=0, ge=0)
+    compactions: int = Field(default=0, ge=0)
+    recall_indexed: int = Field(default=0, ge=0, description="Turns below this were in the recall index.")
+    pressure_warned: bool = False
+    tokens: dict[str, Any] = Field(default_factory=dict)
+
+
+class AgentExport(_Strict):
+    """Schema of an export file (``format`` and ``version`` are checked first)."""
+
+    format: Literal["pagefault-agent"]
+    version: int = Field(ge=1)
+    exported_at: str
+    pagefault_version: str
+    user_id: str
+    agent_id: str
+    core: list[CoreBlockRecord]
+    procedures: list[ProcedureRecord] = Field(default_factory=list)
+    archival: list[ArchivalRecordOut]
+    threads: list[ThreadRecord]
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.user_id, self.agent_id)
+
+
+def _pagefault_version() -> str:
+    try:
+        return version("pagefault")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _bar(total: int, desc: str, unit: str, progress: bool) -> tqdm:
+    return tqdm(total=total, desc=desc, unit=unit, disable=not progress, file=sys.stderr, leave=False)
+
+
+# -- reading the stores ------------------------------------------------------------------------
+
+def _scope_rows(index: HybridIndex, scope: Scope, include: Include) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
+    """Every (id, document, metadata) of ``scope`` in one Chroma collection, page by page."""
+    offset = 0
+    while True:
+        got = index.collection.get(where={"scope": scope.key}, include=include, limit=PAGE, offset=offset)
+        docs = got.get("documents") or [None] * len(got["ids"])
+        for id_, doc, meta in zip(got["ids"], docs, got["metadatas"]):
+            yield id_, doc, dict(meta or {})
+        if len(got["ids"]) < PAGE:
+            return
+        offset += PAGE
+
+
+def scope_threads(services: MemoryServices, scope: Scope) -> list[str]:
+    """The threads a user has talked on, from the recall index (checkpoints do not record the user)."""
+    services.recall.writer.flush()
+    return sorted({m.get("thread_id", "") for _, _, m in _scope_rows(services.recall.index, scope, ["metadatas"])} - {""})
+
+
+def thread_history(checkpointer: Any, thread_id: str) -> tuple[list[BaseMessage], dict[str, Any]] | None:
+    """Every turn of a thread (the first, untruncated version of each) and its latest channel values."""
+    config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    turns: dict[int, BaseMessage] = {}
+    latest: dict[str, Any] | None = None
+    for tup in reversed(list(checkpointer.list(config))):  # oldest first
+        values = tup.checkpoint.get("channel_values", {}) or {}
+        offset = int(values.get("evicted_count", 0) or 0)
+        for i, m in enumerate(values.get("messages", []) or []):
+            turns.setdefault(offset + i, m)
+        latest = values
+    if latest is None:
+        return None
+    end = int(latest.get("evicted_count", 0) or 0) + len(latest.get("messages", []) or [])
+    missing = [t for t in range(end) if t not in turns]
+    if missing:
+        raise TransferError(f"thread {thread_id!r}: turns {missing[:5]} are in no checkpoint; its history is incomplete")
+    return [turns[t] for t in range(end)], latest
+
+
+# -- export ------------------------------------------------------------------------------------
+
+def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context | None = None,
+                 progress: bool = True) -> dict[str, Any]:
+    """One user's agent as a JSON-ready dict (see ``AgentExport``)."""
+    ctx = ctx or Context(user_id=scope.user_id, agent_id=scope.agent_id, data_dir=persistence.data_dir)
+    svc = MemoryServices.open(persistence.data_dir)
+    core = core_memory(persistence.store, ctx)
+    blocks = [CoreBlockRecord(label=b.label, value=b.value, limit=b.limit, description=b.description,
+                              value_schema=b.schema) for b in core.blocks()]
+    # ProceduralMemory reads every procedure with a kind in KINDS (its type says only str).
+    procedures = [ProcedureRecord(id=p.id, text=p.text, kind=cast(ProcedureKind, p.kind), created_at=p.created_at,
+                                  log=list(p.log))
+                  for p in ProceduralMemory(persistence.store, scope).list()]
+
+    archival = []
+    with _bar(svc.archival.count(scope), "archival", "record", progress) as bar:
+        for id_, text, meta in _scope_rows(svc.archival.index, scope, ["documents", "metadatas"]):
+            rec = record_from_hit(Hit(id_, text or "", 0.0, meta))
+            p = rec.provenance
+            extra = {k: v for k, v in meta.items() if k not in _ARCHIVAL_KEYS and not k.startswith(TAG_PREFIX)}
+            archival.append(ArchivalRecordOut(
+                id=rec.id, text=rec.text, tags=list(rec.tags), metadata=extra,
+                provenance=ProvenanceRecord(thread_id=p.thread_id, turn=p.turn, message_id=p.message_id,
+                                            source=p.source, created_at=p.created_at)))
+            bar.update()
+    archival.sort(key=lambda r: (r.provenance.created_at, r.id))
+
+    threads = []
+    ids = scope_threads(svc, scope)
+    with _bar(len(ids), "threads", "thread", progress) as bar:
+        for tid in ids:
+            found = thread_history(persistence.checkpointer, tid)
+            if found is not None:
+                history, values = found
+                threads.append(ThreadRecord(
+                    thread_id=tid, messages=_dump(history, tid), window=_dump(values.get("messages") or [], tid),
+                    summary=values.get("summary", "") or "", evicted_count=int(values.get("evicted_count", 0) or 0),
+                    compactions=int(values.get("compactions", 0) or 0),
+                    recall_indexed=int(values.get("recall_indexed", 0) or 0),
+                    pressure_warned=bool(values.get("pressure_warned", False)), tokens=dict(values.get("tokens") or {})))
+            bar.update()
+
+    doc = AgentExport(
+        format=FORMAT, version=SCHEMA_VERSION, exported_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        pagefault_version=_pagefault_version(), user_id=scope.user_id, agent_id=scope.agent_id,
+        core=blocks, procedures=procedures, archival=archival, threads=threads,
+    )
+    return doc.model_dump(mode="json")
+
+
+def _dump(messages: Sequence[BaseMessage], thread_id: str) -> list[dict[str, Any]]:
+    out = messages_to_dict(list(messages))
+    for turn, m in enumerate(out):
+        try:
+            json.dumps(m)
+        except (TypeError, ValueError) as e:
+            raise TransferError(f"thread {thread_id!r}: a message ({m.get('type')}, position {turn}) holds data "
+                                f"that is not JSON ({e}); it cannot be exported") from e
+    return out
+
+
+# -- import ------------------------------------------------------------------------------------
+
+def parse_export(data: str | bytes | dict[str, Any], source: str = "the file") -> AgentExport:
+    """Validate an export; malformed or newer-version files raise ``TransferError`` saying which."""
+    if isinstance(data, (str, bytes)):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as e:
+            raise TransferError(f"{source} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise TransferError(f"{source} is not a pagefault agent export (expected \"format\": \"{FORMAT}\")")
+    v = data.get("version")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise TransferError(f"{source} has no valid schema version (\"version\" must be a positive integer, got {v!r})")
+    if v > SCHEMA_VERSION:
+        raise TransferError(f"{source} was written by a newer pagefault (schema version {v}); this pagefault "
+                            f"({_pagefault_version()}) reads versions up to {SCHEMA_VERSION}. Upgrade pagefault to import it.")
+    try:
+        doc = AgentExport.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in e.errors()[:8])
+        more = f" (and {e.error_count() - 8} more)" if e.error_count() > 8 else ""
+        raise TransferError(f"{source} is malformed: {problems}{more}") from e
+    try:
+        doc.scope  # noqa: B018 (validates the ids)
+    except ValueError as e:
+        raise TransferError(f"{source} is malformed: {e}") from e
+    for t in doc.threads:
+        _check_thread(t, source)
+    return doc
+
+
+def _load(messages: list[dict[str, Any]], where: str) -> list[BaseMessage]:
+    try:
+        return messages_from_dict(messages)
+    except Exception as e:  # langchain raises KeyError/ValueError/ValidationError for bad dicts
+        raise TransferError(f"{where}: a message is malformed ({type(e).__name__}: {e})") from e
+
+
+def _check_thread(t: ThreadRecord, source: str) -> None:
+    where = f"{source}, thread {t.thread_id!r}"
+    history, window = _load(t.messages, where), _load(t.window, where)
+    if len(window) != len(history) - t.evicted_count:
+        raise TransferError(f"{where} is malformed: {len(history)} turns with {t.evicted_count} evicted leave "
+                            f"{len(history) - t.evicted_count} in the window, but the window holds {len(window)}")
+    if t.recall_indexed > len(history):
+        raise TransferError(f"{where} is malformed: recall_indexed {t.recall_indexed} is past its {len(history)} turns")
+    if not all(m.id for m in history):
+        raise TransferError(f"{where} is malformed: every message needs an id")
+    if [m.id for m in window] != [m.id for m in history[t.evicted_count:]]:
+        raise TransferError(f"{where} is malformed: the window is not the thread's last {len(window)} turns")
+
+
+def _check_empty(persistence: EmbeddedPersistence, svc: MemoryServices, doc: AgentExport) -> None:
+    scope = doc.scope
+    found = []
+    if persistence.store.search(scope.namespace("core"), limit=1):
+        found.append("core memory")
+    if ProceduralMemory(persistence.store, scope).list():
+        found.append("procedures")
+    if svc.archival.count(scope):
+        found.append(f"{svc.archival.count(scope)} archival record(s)")
+    if svc.recall.count(scope):
+        found.append(f"{svc.recall.count(scope)} recall entries")
+    taken = [t.thread_id for t in doc.threads
+             if persistence.checkpointer.get_tuple({"configurable": {"thread_id": t.thread_id, "checkpoint_ns": ""}})]
+    if taken:
+        found.append(f"thread(s) {', '.join(taken[:5])}")
+    if found:
+        raise TransferError(f"the store in {persistence.data_dir} already holds {', '.join(found)} for user "
+                            f"{scope.user_id!r} (agent {scope.agent_id!r}); import needs an empty store, so "
+                            "choose a new --data-dir")
+
+
+def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str, Any] | AgentExport, *,
+                 progress: bool = True, source: str = "the file") -> AgentExport:
+    """Recreate an exported agent in an empty store: core, archival (same ids), threads, recall."""
+    doc = data if isinstance(data, AgentExport) else parse_export(data, source)
+    scope = doc.scope
+    svc = MemoryServices.open(persistence.data_dir)
+    _check_empty(persistence, svc, doc)
+
+    core = core_memory(persistence.store, Context(user_id=scope.user_id, agent_id=scope.agent_id,
+                                                  data_dir=persistence.data_dir))
+    for b in doc.core:
+        try:
+            core.set_block(b.label, b.value, limit=b.limit, description=b.description, schema=b.value_schema)
+        except CoreMemoryError as e:
+            raise TransferError(f"{source}: core block {b.label!r}: {e}") from e
+    procedures = ProceduralMemory(persistence.store, scope, redact_secrets=False)
+    for r in doc.procedures:
+        try:
+            procedures.restore(Procedure(r.id, r.text, r.kind, r.created_at, tuple(r.log)))
+        except ProcedureError as e:
+            raise TransferError(f"{source}: procedure {r.id!r}: {e}") from e
+
+    with _bar(len(doc.archival), "archival", "record", progress) as bar:
+        for start in range(0, len(doc.archival), 64):
+            batch = doc.archival[start:start + 64]
+            svc.archival.index.upsert([
+                IndexedText(id=r.id, text=r.text, scope=scope.key, thread_id=r.provenance.thread_id,
+                            created_at=r.provenance.created_at, tags=tuple(r.tags),
+                            metadata={**r.metadata, "kind": "archival", "turn": r.provenance.turn,
+                                      "message_id": r.provenance.message_id, "source": r.provenance.source,
+                                      **_guard_metadata(r)})
+                for r in batch])
+            bar.update(len(batch))
+
+    graph = build_graph(checkpointer=persistence.checkpointer, store=persistence.store)
+    with _bar(len(doc.threads), "threads", "thread", progress) as bar:
+        for t in doc.threads:
+            _write_thread(graph, persistence, scope, t)
+            bar.update()
+    return doc
+
+
+def _guard_metadata(r: ArchivalRecordOut) -> dict[str, Any]:
+    """This pagefault's own guard verdict on an imported record. A file may add flags, never remove
+    them: its stored verdict and version stamp are not taken on trust (anyone can write them)."""
+    given = [f for f in str(r.metadata.get("flags", "")).split("|") if f]
+    flags = tuple(dict.fromkeys((*given, *scan(r.text).rules)))
+    return {"flags": "|".join(flags), "flagged": bool(flags), "guard_version": GUARD_VERSION}
+
+
+def _write_thread(graph: Any, persistence: EmbeddedPersistence, scope: Scope, t: ThreadRecord) -> None:
+    history, window = messages_from_dict(t.messages), messages_from_dict(t.window)
+    config = {"configurable": {"thread_id": t.thread_id}}
+    # First the whole history, so evicted turns live in a checkpoint as at the source ...
+    config = graph.update_state(config, {"messages": history}, as_node="reason")
+    # ... then the window as it stood: evicted turns removed, truncated copies in place, the summary.
+    evicted = history[:t.evicted_count]
+    changed = [w for w, h in zip(window, history[t.evicted_count:]) if w != h]
+    graph.update_state(config, {
+        # Every message has an id: exported turns come from checkpoints, and add_messages (the update above)
+        # gives any message without one its id.
+        "messages": [RemoveMessage(id=cast(str, m.id)) for m in evicted] + changed,
+        "summary": t.summary, "evicted_count": t.evicted_count, "compactions": t.compactions,
+        "pressure_warned": t.pressure_warned, "recall_indexed": t.recall_indexed, "tokens": t.tokens,
+    }, as_node="reason")
+    # Recall holds what it held at the source (the next turn indexes the rest, as it would have
+    # there), citing the checkpoint that now holds those turns.
+    recall = MemoryServices.open(persistence.data_dir).recall
+    recall.add(scope, t.thread_id, list(enumerate(history[:t.recall_indexed])), config["configurable"]["checkpoint_id"])
+
+
+def write_export(doc: dict[str, Any], out: Any) -> None:
+    """The export as JSON text (UTF-8, one record per line for readable diffs)."""
+    json.dump(doc, out, ensure_ascii=False, indent=1)
+    out.write("\n")
+
+
+__all__ = ["AgentExport", "FORMAT", "SCHEMA_VERSION", "TransferError", "export_agent", "import_agent",
+           "parse_export", "scope_threads", "thread_history", "write_export"]

@@ -1,0 +1,168 @@
+"""Postgres persistence: threads and core memory in one database that every replica shares.
+
+``open_postgres(url)`` is ``open_embedded``'s counterpart: LangGraph's own ``PostgresSaver`` (the
+thread history, the source of truth for recall) and ``PostgresStore`` (core memory), over one
+connection pool, their tables made on first use. Setup is idempotent and takes an advisory lock,
+so replicas starting together do not race on it. Graphs it builds are ``SerializedGraph``: runs
+on one thread take turns across replicas, and every step is checkpointed before the next.
+
+``open_persistence()`` picks Postgres when ``PAGEFAULT_DATABASE_URL`` is set, else the embedded
+SQLite files. ``checkpointer`` and ``store`` are for a LangGraph server's ``langgraph.json``
+(``langgraph.postgres.json`` in the repository): the server runs the graph on Postgres too.
+
+Archival and recall vectors are set apart, by ``PAGEFAULT_CHROMA_URL`` (``pagefault.engines.connections``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Sequence, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from pagefault.engines import connections as backends
+from pagefault.engines.connections import CONNECT_TIMEOUT, is_postgres_down, postgres_unavailable
+from pagefault.engines.locks import locks_for
+from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph
+from pagefault.graph.graph import build_graph
+from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
+
+#: Connections per process for the checkpointer and the store together.
+POOL_SIZE = 8
+_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "connect_timeout": int(CONNECT_TIMEOUT)}
+
+
+def _required(url: str | None) -> str:
+    found = backends.database_url(url)
+    if not found:
+        raise ValueError("no database URL: pass one or set PAGEFAULT_DATABASE_URL=postgresql://user@host:5432/db")
+    return found
+
+
+@dataclass
+class PostgresPersistence:
+    """The Postgres checkpointer and store of one database (sync or async, as opened)."""
+
+    database_url: str
+    checkpointer: Any
+    store: Any
+    pool: Any
+    data_dir: str = field(default_factory=lambda: os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"))
+
+    def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
+              wait: float = THREAD_WAIT) -> SerializedGraph:
+        """A pagefault graph persisted here, whose runs on one thread take turns across replicas."""
+        compiled = build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model)
+        return SerializedGraph(compiled, self.database_url, wait=wait)
+
+    def close(self) -> None:
+        """Close the sync pool (the async variant closes itself on exit)."""
+        self.pool.close()
+
+    def __enter__(self) -> "PostgresPersistence":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def open_postgres(url: str | None = None, *, data_dir: str | None = None) -> PostgresPersistence:
+    """Open the Postgres checkpointer and store at ``url`` (default ``PAGEFAULT_DATABASE_URL``), making
+    their tables if needed; ``ServiceUnavailable`` if the database cannot be reached."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+    from psycopg import Connection
+    from psycopg.rows import DictRow, dict_row
+    from psycopg_pool import ConnectionPool
+
+    url = _required(url)
+    # row_factory=dict_row makes every connection a Connection[DictRow]; the pool's type cannot follow
+    # its kwargs, so it would say Connection[TupleRow].
+    pool = cast("ConnectionPool[Connection[DictRow]]", ConnectionPool(
+        url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT, open=True,
+        check=ConnectionPool.check_connection, name="pagefault-langgraph",
+        kwargs={**_POOL_KWARGS, "row_factory": dict_row}))
+    saver, store = PostgresSaver(pool), PostgresStore(pool)
+    try:
+        with locks_for(url).hold("setup", "langgraph", timeout=60):
+            saver.setup()
+            store.setup()
+    except Exception as e:
+        pool.close()
+        if is_postgres_down(e):
+            raise postgres_unavailable(url, e) from e
+        raise
+    p = PostgresPersistence(url, saver, store, pool)
+    if data_dir is not None:
+        p.data_dir = data_dir
+    return p
+
+
+def open_persistence(data_dir: str = ".pagefault", database_url: str | None = None
+                     ) -> EmbeddedPersistence | PostgresPersistence:
+    """Postgres when a database URL is given or ``PAGEFAULT_DATABASE_URL`` is set, else the embedded
+    SQLite files under ``data_dir``."""
+    url = backends.database_url(database_url)
+    return open_postgres(url, data_dir=data_dir) if url else open_embedded(data_dir)
+
+
+@asynccontextmanager
+async def open_postgres_async(url: str | None = None) -> AsyncIterator[PostgresPersistence]:
+    """The same database through LangGraph's async Postgres saver and store, for ``ainvoke``/``astream``."""
+    async with _async_pool(_required(url)) as (found, pool):
+        saver, store = await _async_setup(found, pool)
+        yield PostgresPersistence(found, saver, store, pool)
+
+
+@asynccontextmanager
+async def _async_pool(url: str) -> AsyncIterator[tuple[str, Any]]:
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool(url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT, open=False,
+                               check=AsyncConnectionPool.check_connection, name="pagefault-langgraph",
+                               kwargs={**_POOL_KWARGS, "row_factory": dict_row})
+    await pool.open()
+    try:
+        yield url, pool
+    finally:
+        await pool.close()
+
+
+async def _async_setup(url: str, pool: Any) -> tuple[Any, Any]:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    saver, store = AsyncPostgresSaver(pool), AsyncPostgresStore(pool)
+    locks = locks_for(url)
+    await asyncio.to_thread(locks.acquire, "setup", "langgraph", timeout=60)
+    try:
+        await saver.setup()
+        await store.setup()
+    except Exception as e:
+        if is_postgres_down(e):
+            raise postgres_unavailable(url, e) from e
+        raise
+    finally:
+        await asyncio.to_thread(locks.release, "setup", "langgraph")
+    return saver, store
+
+
+@asynccontextmanager
+async def checkpointer() -> AsyncIterator[Any]:
+    """The LangGraph server's checkpointer on ``PAGEFAULT_DATABASE_URL`` (``langgraph.json``:
+    ``"checkpointer": {"backend": "custom", "path": "pagefault.persistence.postgres.checkpointer"}``)."""
+    async with open_postgres_async() as p:
+        yield p.checkpointer
+
+
+@asynccontextmanager
+async def store() -> AsyncIterator[Any]:
+    """The LangGraph server's store on ``PAGEFAULT_DATABASE_URL`` (``langgraph.json``:
+    ``"store": {"path": "pagefault.persistence.postgres.store"}``): core memory lives there."""
+    async with open_postgres_async() as p:
+        yield p.store

@@ -1,0 +1,238 @@
+"""Write-behind for archival inserts a turn makes, on the embedded (one-process) setup.
+
+Writing a record (embedding it, a Chroma write that waits on disk syncs, the BM25 row, the fact's
+timeline) was the largest cost of a turn that states something. The turn only needs to know the
+record's id and that it is safe. So the insert is journalled — one SQLite row in the BM25 file,
+committed before the tool answers — and one background thread per store writes it to Chroma and
+BM25, in order, then deletes the row. What keeps this safe:
+
+- A crash loses nothing: rows left in the journal are written when the store is next opened.
+- Every read of the store in this process waits for the journal to drain (``ArchivalStore.index``).
+- A write that fails (a lock held too long, a full disk) stays journalled; the read that waits for
+  it gets the error, and the next insert or read retries it.
+
+The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits or the turn is over
+(``hurry``: a search is coming, or the answer is out), and writes the records
+that state no fact together (one read and one write of the stores); facts go one by one.
+
+Only the embedded setup journals: with a Chroma server or Postgres, replicas share the stores, and a
+journal on one host's disk would hide writes from the others.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import sqlite3
+import threading
+import time
+import weakref
+from typing import Callable
+
+from pagefault.models.embeddings import background_embedding
+from pagefault.stores.provenance import Provenance
+from pagefault.stores.scope import Scope
+
+log = logging.getLogger(__name__)
+
+#: One journalled insert: checked and redacted text, tags, provenance, since, record id.
+Entry = tuple[str, tuple[str, ...], Provenance, float, str]
+#: Writes journalled inserts of one scope, in order.
+Apply = Callable[[Scope, list[Entry]], object]
+#: How long the writer waits for more inserts before writing what it has, unless a read is waiting.
+LINGER_SECONDS = 0.25
+
+
+class ArchivalJournal:
+    """The journal table and its writer thread; ``apply`` writes a run of entries of one scope."""
+
+    def __init__(self, path: str, apply: Apply, *, prepare: Callable[[list[str]], object] | None = None) -> None:
+        #: The write each journalled run ends in; tests wrap it to hold or fail the writer.
+        self.apply = apply
+        self._prepare = prepare  # work ``apply`` will need that holds no lock and no GIL: embedding the texts
+        self._prepared_seq = 0
+        self._waiting = 0  # reads in ``flush``
+        self._hurried = False  # a read is coming (``hurry``)
+        self._appended = 0  # highest journal row this process appended
+        self.linger = LINGER_SECONDS
+        # Autocommit, every statement read to its end, and only under ``_cond``: the turn and the writer
+        # share this connection, and a read left open would pin an old snapshot, so the next write in
+        # WAL mode would fail at once with "database is locked" whatever the timeout.
+        self._db = sqlite3.connect(path, check_same_thread=False, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS archival_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+                         " scope TEXT NOT NULL, rid TEXT NOT NULL, entry TEXT NOT NULL)")
+        self._cond = threading.Condition()
+        self._pending: dict[str, str] = dict(self._db.execute("SELECT rid, scope FROM archival_journal").fetchall())
+        self._error: BaseException | None = None
+        self._attempt = 0  # bumped by each pass of the writer, so a waiting read knows it was tried
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        self.busy_seconds = 0.0  # time spent writing, for benchmarks: the work left the turn, not the machine
+        if self._pending:  # left by a process that stopped before writing them
+            self._wake()
+
+    # -- the turn's side ------------------------------------------------------------------
+    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
+        """Journal one insert (durable when this returns); the writer takes it from here."""
+        entry = json.dumps({"user_id": scope.user_id, "agent_id": scope.agent_id, "text": text, "tags": list(tags),
+                            "since": since,
+                            "prov": {"thread_id": prov.thread_id, "turn": prov.turn, "message_id": prov.message_id,
+                                     "source": prov.source, "created_at": prov.created_at,
+                                     "flags": list(prov.flags), "offset": prov.offset}})
+        with self._cond:
+            cur = self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
+                                   (scope.key, rid, entry))
+            self._appended = max(self._appended, cur.lastrowid or 0)
+            self._pending[rid] = scope.key
+        self._wake()
+
+    def is_pending(self, rid: str) -> bool:
+        with self._cond:
+            return rid in self._pending
+
+    def pending_in(self, scope: Scope) -> list[str]:
+        with self._cond:
+            return [r for r, s in self._pending.items() if s == scope.key]
+
+    def hurry(self) -> bool:
+        """Tell the writer to stop lingering, without waiting; False if nothing is pending. A search
+        calls this, embeds its query while the writer writes, then waits (``flush``); the end of a turn
+        calls it too (``MemoryServices.turn_over``)."""
+        with self._cond:
+            if not self._pending:
+                return False
+            self._hurried = True
+            self._cond.notify_all()
+        return True
+
+    def in_writer(self) -> bool:
+        return getattr(self._local, "writer", False)
+
+    def flush(self, timeout: float | None = 120.0) -> None:
+        """Wait until every journalled insert is written; raise the error that stops one."""
+        if self.in_writer():
+            return
+        with self._cond:
+            if not self._pending:
+                return
+            attempt = self._attempt
+        self._wake()
+        with self._cond:
+            self._waiting += 1
+            self._cond.notify_all()  # the writer stops lingering
+            try:
+                done = self._cond.wait_for(lambda: not self._pending or (self._attempt > attempt and self._error),
+                                           timeout)
+            finally:
+                self._waiting -= 1
+            if self._pending and self._error is not None:
+                raise self._error
+            if not done:
+                raise TimeoutError(f"{len(self._pending)} archival insert(s) still being written after {timeout} s")
+
+    # -- the writer -----------------------------------------------------------------------
+    def _linger(self) -> None:
+        """Wait for the next turns' inserts unless a read waits: one Chroma write for several records
+        costs little more than for one, and it holds the GIL while it runs. Meanwhile embed the
+        journalled texts (ONNX lets go of the GIL), so a read that stops the wait finds only writes left."""
+        deadline = time.monotonic() + self.linger
+        while True:
+            with self._cond:
+                if self._waiting > 0 or self._hurried:
+                    self._hurried = False
+                    return
+                rows = self._db.execute("SELECT seq, entry FROM archival_journal WHERE seq > ? ORDER BY seq",
+                                        (self._prepared_seq,)).fetchall() if self._prepare else []
+                if not rows:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    self._cond.wait_for(
+                        lambda: self._waiting > 0 or self._hurried or self._appended > self._prepared_seq, left)
+                    continue
+                self._prepared_seq = rows[-1][0]
+            try:
+                if self._prepare is not None:  # it is: rows are read only then
+                    self._prepare(_texts(rows))
+            except Exception as exc:  # only a head start: ``apply`` does it again and reports
+                log.debug("archival pre-embedding failed: %s", exc)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._error = None
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="pagefault-archival-writer", daemon=True)
+                self._thread.start()
+                _journals.add(self)
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        self._local.writer = True
+        background_embedding()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
+            self._linger()
+            with self._cond:
+                self._hurried = False  # a hurry is for what is journalled now; later inserts linger again
+                rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
+                # Rows gone from the table were written by another process on this directory (a CLI
+                # opened beside a server replays what it finds); waiting for them would never end.
+                present = {r[2] for r in rows}
+                for rid in [r for r in self._pending if r not in present]:
+                    del self._pending[rid]
+                self._cond.notify_all()
+            start = time.perf_counter()
+            try:
+                for scope, run in _runs(rows):
+                    self.apply(scope, [entry for _, entry in run])
+                    with self._cond:
+                        self._db.execute(f"DELETE FROM archival_journal WHERE seq IN ({','.join('?' * len(run))})",
+                                         [seq for seq, _ in run])
+                        for rid in {entry[4] for _, entry in run}:
+                            if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchall():
+                                self._pending.pop(rid, None)
+                        self._cond.notify_all()
+            except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
+                log.warning("archival write-behind failed, will retry: %s", exc)
+                with self._cond:
+                    self._error = exc
+            finally:
+                with self._cond:
+                    self.busy_seconds += time.perf_counter() - start
+                    self._attempt += 1
+                    self._cond.notify_all()
+
+
+def _texts(rows: list[tuple[int, str]]) -> list[str]:
+    return [json.loads(raw)["text"] for _, raw in rows]
+
+
+def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple[int, Entry]]]]:
+    """Journal rows as consecutive runs of one scope, each entry with its row's sequence number."""
+    out: list[tuple[Scope, list[tuple[int, Entry]]]] = []
+    for seq, scope_key, rid, raw in rows:
+        e = json.loads(raw)
+        entry = (e["text"], tuple(e["tags"]), Provenance(**{**e["prov"], "flags": tuple(e["prov"]["flags"])}),
+                 float(e["since"]), rid)
+        if out and out[-1][0].key == scope_key:
+            out[-1][1].append((seq, entry))
+        else:
+            out.append((Scope(e["user_id"], e["agent_id"]), [(seq, entry)]))
+    return out
+
+
+_journals: "weakref.WeakSet[ArchivalJournal]" = weakref.WeakSet()
+
+
+@atexit.register
+def _drain() -> None:
+    """On a normal exit, write what is journalled (a crash leaves it for the next open)."""
+    for journal in list(_journals):
+        try:
+            journal.flush(timeout=30)
+        except Exception as exc:  # still journalled: written when the store is next opened
+            log.warning("archival inserts left journalled at exit: %s", exc)

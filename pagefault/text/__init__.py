@@ -1,0 +1,3 @@
+"""Text primitives every layer shares: Unicode that stores can hold (``unicode``), the text of a
+LangChain message (``messages``), the content words of a search (``terms``), facts with a date in
+them (``facts``) and the fixed instructions pagefault writes into prompts (``prompts``)."""

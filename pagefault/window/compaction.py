@@ -1,0 +1,243 @@
+"""Compaction: when the main context passes its trigger, summarize and evict (the one routine the
+graph's ``compact`` node and ``PagefaultMiddleware`` both run).
+
+Rules it keeps (each a bug some peer shipped):
+- an AI message with tool calls is evicted together with all its results, never apart;
+- the current user turn (the last user message and everything after it) is never evicted;
+- the window is never wiped: eviction stops at the target, and the summary replaces what left;
+- a message too big for the window is put in the window truncated, with a pointer to its full
+  text in recall, so compaction cannot loop on it;
+- summary and eviction are one state update, so a checkpoint never holds one without the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+from pagefault.graph.context import Context
+from pagefault.graph.state import PagefaultState
+from pagefault.models.offline import OfflineChatModel
+from pagefault.models.tokens import TokenCounter
+from pagefault.safety.redaction import redact
+from pagefault.stores.recall import speaker
+from pagefault.text.messages import message_text
+from pagefault.text.prompts import SUMMARY_INSTRUCTION
+from pagefault.window.events import emit
+from pagefault.window.main_context import MainContext
+from pagefault.window.recall_sync import sync_recall
+from pagefault.window.run import MemoryRun
+
+#: Share of the window the running summary may take.
+SUMMARY_SHARE = 0.15
+#: Share of the window one message may take before it is truncated in the window.
+MESSAGE_SHARE = 0.35
+#: A message at or under this many tokens is never truncated.
+MIN_TRUNCATE_TOKENS = 200
+#: Longest line per message in the summarizer's transcript.
+TRANSCRIPT_LINE_CHARS = 2_000
+
+
+def eviction_units(messages: Sequence[BaseMessage]) -> list[list[int]]:
+    """Group message indexes so an AI tool-call message and its results form one unit."""
+    units: list[list[int]] = []
+    i = 0
+    while i < len(messages):
+        unit = [i]
+        m = messages[i]
+        if isinstance(m, AIMessage) and (m.tool_calls or m.invalid_tool_calls):
+            # Every result that follows, including errors for calls whose JSON did not parse.
+            j = i + 1
+            while j < len(messages) and isinstance(messages[j], ToolMessage):
+                unit.append(j)
+                j += 1
+            i = j
+        else:
+            i += 1
+        units.append(unit)
+    return units
+
+
+def protected_from(messages: Sequence[BaseMessage]) -> int:
+    """Index where the current user turn starts; nothing from here on may be evicted."""
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return i
+    return len(messages)
+
+
+def plan_eviction(messages: Sequence[BaseMessage], costs: Sequence[int], excess: int) -> int:
+    """How many leading messages to evict to shed ``excess`` tokens, in whole units."""
+    limit = protected_from(messages)
+    shed = 0
+    count = 0
+    for unit in eviction_units(messages):
+        if shed >= excess or unit[-1] >= limit:
+            break
+        shed += sum(costs[i] for i in unit)
+        count = unit[-1] + 1
+    return count
+
+
+M = TypeVar("M", bound=BaseMessage)
+
+
+def truncate(message: M, keep_tokens: int, counter: TokenCounter, where: str) -> M:
+    """The message with its text cut to about ``keep_tokens``, pointing at its full text in recall."""
+    text = message_text(message)
+    ids = counter.encoding.encode_ordinary(text)
+    head = counter.encoding.decode(ids[: max(keep_tokens, 0)])
+    note = (f"\n[... truncated by pagefault: {len(ids)} tokens in full; the full text is in recall as {where}; "
+            "use conversation_search]")
+    kwargs = dict(message.additional_kwargs or {})
+    kwargs["pagefault"] = {**kwargs.get("pagefault", {}), "truncated": True}
+    return message.model_copy(update={"content": head + note, "additional_kwargs": kwargs})
+
+
+def transcript(messages: Sequence[BaseMessage]) -> str:
+    lines = []
+    for m in messages:
+        text = " ".join(message_text(m).split())[:TRANSCRIPT_LINE_CHARS]
+        if isinstance(m, AIMessage) and m.tool_calls:
+            text = (text + " [called " + ", ".join(tc["name"] for tc in m.tool_calls) + "]").strip()
+        lines.append(f"{speaker(m)}: {text}")
+    return "\n".join(lines)
+
+
+def fit_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
+    """Keep the newest lines of a summary that has outgrown its share of the window: as many as fit,
+    found by bisection (dropping lines one at a time re-counted the whole summary for each line)."""
+    if counter.count_text(summary) <= max_tokens:
+        return summary
+    lines = summary.splitlines()
+
+    def kept(drop: int) -> str:
+        return "\n".join(["(older summary dropped)", *lines[drop:]])
+
+    lo, hi = 0, len(lines)  # dropping ``hi`` lines (all of them) always fits
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if counter.count_text(kept(mid)) <= max_tokens:
+            hi = mid
+        else:
+            lo = mid + 1
+    return kept(lo) if lo < len(lines) else ""
+
+
+def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
+              counter: TokenCounter, config: RunnableConfig | None = None) -> str:
+    """The running summary merged with the evicted messages, fitted to its share of the window."""
+    max_tokens = int(SUMMARY_SHARE * ctx.context_window)
+    request = [
+        SystemMessage(content=f"{SUMMARY_INSTRUCTION} Merge the previous summary with the new messages. "
+                              f"Keep names, facts, decisions and open tasks. At most {max_tokens * 3 // 4} words."),
+        HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
+    ]
+    try:
+        text = message_text(model.invoke(request, config))
+    except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
+        text = message_text(OfflineChatModel().invoke(request))
+    if ctx.redact_secrets:  # the summary is memory pagefault writes: no keys in it
+        text = redact(text).text
+    return fit_summary(text.strip(), max_tokens, counter)
+
+
+@dataclass
+class CompactionPlan:
+    """What one compaction does: evict the first ``evict`` messages, cut some of the rest down."""
+
+    evict: int
+    cut: dict[int, AnyMessage]
+    """Index into the messages after eviction -> its truncated copy (same id, replaces it)."""
+    tokens: int
+    """The main context's total after the plan, before the summary grows."""
+
+    @property
+    def reach(self) -> int:
+        """Messages of the window, from its start, that the plan evicts or cuts."""
+        return max([self.evict, *[self.evict + i + 1 for i in self.cut]])
+
+
+def plan_compaction(messages: Sequence[AnyMessage], costs: Sequence[int], total: int, ctx: Context,
+                    counter: TokenCounter, where: Callable[[int], str]) -> CompactionPlan:
+    """Evict down to the target and truncate what is still too big; ``where(i)`` locates message i."""
+    n_evict = plan_eviction(messages, costs, total - int(ctx.compaction_target * ctx.context_window))
+    kept = messages[n_evict:]
+    # A message too big for the window, or the current turn still over the trigger, is cut down
+    # in place, largest first (full text stays in recall), so compaction can never loop on it.
+    max_msg = int(MESSAGE_SHARE * ctx.context_window)
+    total -= sum(costs[:n_evict])
+    cut: dict[int, AnyMessage] = {}
+    for i in sorted(range(len(kept)), key=lambda i: -costs[n_evict + i]):
+        m, cost = kept[i], costs[n_evict + i]
+        if (m.additional_kwargs or {}).get("pagefault", {}).get("truncated") or cost <= MIN_TRUNCATE_TOKENS:
+            continue
+        over = total - int(ctx.compaction_trigger * ctx.context_window)
+        if cost <= max_msg and over <= 0:
+            break
+        keep = max(MIN_TRUNCATE_TOKENS, min(max_msg, cost - max(over, 0)) - 64)
+        cut[i] = truncate(m, keep, counter, where(n_evict + i))
+        total -= cost - counter.count_message(cut[i])
+    return CompactionPlan(n_evict, cut, total)
+
+
+@dataclass
+class Compaction:
+    """What one compaction did: the window after it (``view``), what left it and what was cut down."""
+
+    view: PagefaultState
+    evicted: list[AnyMessage]
+    replaced: list[AnyMessage]
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.evicted or self.replaced)
+
+    def messages_update(self) -> list[BaseMessage]:
+        """The ``messages`` channel update: the evicted removed, the cut ones replaced by id."""
+        removals: list[BaseMessage] = [RemoveMessage(id=m.id or "") for m in self.evicted]
+        return removals + list(self.replaced)
+
+    def update(self) -> dict[str, Any]:
+        """The state update, summary and eviction together (a checkpoint never holds one without the other)."""
+        if not self.changed:
+            return {"recall_indexed": self.view.recall_indexed}
+        return {"messages": self.messages_update(), "summary": self.view.summary,
+                "evicted_count": self.view.evicted_count, "recall_indexed": self.view.recall_indexed,
+                "pressure_warned": False, "compactions": self.view.compactions}
+
+
+def compact_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig, model: BaseChatModel,
+                   measure: Callable[[PagefaultState], MainContext]) -> Compaction:
+    """Evict the oldest messages down to the target, summarized, after indexing them into recall so
+    ``conversation_search`` still finds them; cut down what is still too big. ``measure`` renders the
+    main context as the caller sends it (its tools and prompt). Emits a ``compaction`` event."""
+    ctx, counter = run.ctx, run.counter
+    before = measure(state)
+    messages = list(state.messages)
+    costs = [counter.count_message(m) for m in messages]
+    plan = plan_compaction(messages, costs, before.total, ctx, counter,
+                           lambda i: f"thread {run.thread_id} turn {state.evicted_count + i}")
+    evicted = messages[:plan.evict]
+    replaced = list(plan.cut.values())
+    # Evicted (and truncated) turns must be findable before they leave the window.
+    indexed = sync_recall(state, config, run.services.recall, run.scope, evicting_below=state.evicted_count + plan.reach)
+    if not evicted and not replaced:
+        view = dataclasses.replace(state, recall_indexed=indexed)
+        return Compaction(view, [], [], before.total, before.total)
+    summary = summarize(model, ctx, state.summary, evicted, counter, config) if evicted else state.summary
+    view = dataclasses.replace(
+        state, messages=[plan.cut.get(i, m) for i, m in enumerate(messages[plan.evict:])], summary=summary,
+        evicted_count=state.evicted_count + len(evicted), recall_indexed=indexed, pressure_warned=False,
+        compactions=state.compactions + 1)
+    after = measure(view).total
+    emit({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced), "tokens_before": before.total,
+          "tokens_after": after, "window": ctx.context_window})
+    return Compaction(view, evicted, replaced, before.total, after)

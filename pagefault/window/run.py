@@ -1,0 +1,116 @@
+"""What one step of a run touches: its settings, scope, thread, core and procedural memory, the
+tiers and the token counter (``MemoryRun``), opened the same way by the graph's nodes, the
+middleware, the memory tools and the CLI. It holds the one copy of three flows they share:
+
+- ``core_memory``: the ``CoreMemory`` of a run's scope, with its persona, block limit and redaction;
+- ``MemoryRun.main_context``: the main context as the model is sent it, measured by segment;
+- ``MemoryRun.memory_call``: everything a memory tool call may touch, fixed by the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from pagefault.engines.connections import Engines
+from pagefault.graph.context import Context
+from pagefault.graph.state import PagefaultState
+from pagefault.models.tokens import TokenCounter
+from pagefault.stores.core import CoreMemory
+from pagefault.stores.procedures import ProceduralMemory
+from pagefault.stores.scope import Scope
+from pagefault.stores.services import MemoryServices
+from pagefault.tools.handlers import MEMORY_TOOLS, MemoryCall
+from pagefault.tools.trust import origins_of
+from pagefault.window.events import emit
+from pagefault.window.main_context import MainContext, build_main_context
+
+
+def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
+    """The core memory of a run: its scope's blocks, with the run's persona, block limit and redaction."""
+    return CoreMemory(store, Scope(ctx.user_id, ctx.agent_id), persona=ctx.persona, block_limit=ctx.core_block_limit,
+                      redact_secrets=ctx.redact_secrets)
+
+
+def services(ctx: Context) -> MemoryServices:
+    """The tiers of a run, where its settings say (on a served graph, the server's environment)."""
+    e = Engines.of(ctx)
+    return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url)
+
+
+def thread_id(config: RunnableConfig) -> str:
+    tid = (config.get("configurable") or {}).get("thread_id")
+    return str(tid) if tid is not None else "default"
+
+
+def checkpoint_id(config: RunnableConfig) -> str:
+    """The saved checkpoint this step started from (it holds the step's input messages)."""
+    conf = config.get("configurable") or {}
+    return str((conf.get("checkpoint_map") or {}).get("") or conf.get("checkpoint_id") or "")
+
+
+@dataclass
+class MemoryRun:
+    """Everything one step of a run reads and writes, fixed by the run (never by the model)."""
+
+    ctx: Context
+    scope: Scope
+    thread_id: str
+    checkpoint_id: str
+    store: BaseStore
+    core: CoreMemory
+    procedures: ProceduralMemory
+    services: MemoryServices
+    counter: TokenCounter
+
+    @classmethod
+    def open(cls, ctx: Context, store: BaseStore | None, config: RunnableConfig, counter: TokenCounter) -> "MemoryRun":
+        if store is None:
+            raise RuntimeError(
+                "pagefault needs a LangGraph store for core memory: use build_graph(store=...) or serve the "
+                "graph with `langgraph dev`, which provides one")
+        scope = Scope(ctx.user_id, ctx.agent_id)
+        return cls(ctx, scope, thread_id(config), checkpoint_id(config), store, core_memory(store, ctx),
+                   ProceduralMemory(store, scope), services(ctx), counter)
+
+    def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
+                     app_prompt: str = "") -> MainContext:
+        """The main context as the model is sent it: instructions, core memory, learned procedures,
+        the summary, the window's messages and the tool schemas, each measured in tokens."""
+        return build_main_context(state, self.ctx, self.counter, self.core.blocks(),
+                                  self.services.archival.count(self.scope), tool_schemas, warn=warn,
+                                  procedures=self.procedures.list(), app_prompt=app_prompt)
+
+    def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
+               app_prompt: str = "") -> tuple[MainContext, bool]:
+        """The main context to send now, with the one-shot memory-pressure note when it is due (and a
+        ``memory_pressure`` event); the flag says whether the note was added."""
+        main = self.main_context(state, tool_schemas, app_prompt=app_prompt)
+        warn = not state.pressure_warned and main.total >= self.ctx.warning_fraction * self.ctx.context_window
+        if warn:
+            main = self.main_context(state, tool_schemas, warn=True, app_prompt=app_prompt)
+            emit({"event": "memory_pressure", "tokens": main.total, "window": self.ctx.context_window})
+        return main, warn
+
+    def over_budget(self, main: MainContext) -> bool:
+        """Whether the main context is past the compaction trigger."""
+        return main.total > self.ctx.compaction_trigger * self.ctx.context_window
+
+    def memory_call(self, messages: Sequence[BaseMessage], evicted_count: int | None) -> MemoryCall:
+        """What the memory tool calls of the last AI message may touch. Provenance points at the user
+        turn that led to them; ``evicted_count`` says where the window starts (None: the app keeps no
+        such count, so recall searches cover everything)."""
+        offset = evicted_count or 0
+        user_idx = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+        return MemoryCall(
+            scope=self.scope, thread_id=self.thread_id, turn=offset + user_idx if user_idx >= 0 else -1,
+            message_id=(messages[user_idx].id or "") if user_idx >= 0 else "",
+            core=self.core, archival=self.services.archival, recall=self.services.recall,
+            default_top_k=self.ctx.top_k, guard=self.ctx.guard, untrusted_core_edits=self.ctx.untrusted_core_edits,
+            redact_secrets=self.ctx.redact_secrets, origins=origins_of(list(messages), frozenset(MEMORY_TOOLS)),
+            window_start=evicted_count,
+        )

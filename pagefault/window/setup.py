@@ -1,0 +1,85 @@
+"""How a graph was set up: its model, the user's tools and, when served, the server's settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from pagefault.graph.context import Context
+from pagefault.models.chat import load_chat_model, token_model_name
+from pagefault.models.tokens import TokenCounter, token_counter
+from pagefault.serve.settings import ServerSettings, check_client_settings, identity_of
+from pagefault.tools.handlers import MEMORY_TOOL_SCHEMAS
+from pagefault.window.run import MemoryRun
+
+
+@dataclass
+class AgentSetup:
+    """How a graph was built, fixed for all its runs: an explicit model (else the context's), the
+    user's own tools, and for a served graph the server's settings (``served``), which decide what a
+    client's context may set."""
+
+    model: BaseChatModel | None = None
+    tools: Sequence[BaseTool] = ()
+    served: ServerSettings | None = None
+    _schemas: list[dict[str, Any]] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.tools]
+        clash = set(names) & {t.name for t in MEMORY_TOOL_SCHEMAS}
+        if clash:
+            raise ValueError(f"tool names {sorted(clash)} are reserved for pagefault's memory tools")
+        if len(set(names)) != len(names):
+            raise ValueError("tool names must be unique")
+        self._schemas = [convert_to_openai_tool(t) for t in self.all_tools]
+
+    @property
+    def user_tool_names(self) -> set[str]:
+        return {t.name for t in self.tools}
+
+    @property
+    def all_tools(self) -> list[BaseTool]:
+        return [*MEMORY_TOOL_SCHEMAS, *self.tools]
+
+    @property
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return self._schemas
+
+    def chat_model(self, ctx: Context) -> BaseChatModel:
+        return self.model or load_chat_model(ctx.model, ctx.base_url)
+
+    def counter(self, ctx: Context) -> TokenCounter:
+        return token_counter(token_model_name(self.model, ctx.model))
+
+    def open_run(self, ctx: Context, store: Any, config: RunnableConfig) -> MemoryRun:
+        """What one step of a run of this graph touches (``MemoryRun``), counted in its model's tokens."""
+        return MemoryRun.open(ctx, store, config, self.counter(ctx))
+
+
+    def context(self, runtime: Runtime[Any]) -> Context:
+        """The run's settings. In process, the run's ``Context`` as given. Served, the server's settings
+        with the client's fields, checked, and the user from LangGraph auth (``ServerSettings.for_run``)."""
+        ctx = runtime.context
+        if self.served is None:
+            if ctx is None:
+                return Context()
+            if isinstance(ctx, dict):  # some callers hand the raw mapping through
+                return Context(**ctx)
+            return ctx
+        client = dataclasses.asdict(ctx) if dataclasses.is_dataclass(ctx) and not isinstance(ctx, type) else ctx
+        return self.served.for_run(check_client_settings(client), identity_of(_run_config()))
+
+
+def _run_config() -> RunnableConfig:
+    try:
+        return get_config()
+    except RuntimeError:  # outside a run (a node called directly in a unit test): nobody is authenticated
+        return {}

@@ -1,0 +1,132 @@
+"""A turn's archival inserts are journalled and written behind it on the embedded setup
+(``pagefault.stores.writers.archival_journal``): the turn gets the record's id at once, every read waits for
+the write, a failed write stays journalled and is retried, and a killed process loses nothing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from pagefault import MemoryServices, Scope
+
+
+def _hold(journal):
+    """Stop the writer before it writes anything; returns the gate that lets it go on."""
+    gate = threading.Event()
+    apply = journal.apply
+
+    def held(*args):
+        gate.wait(30)
+        return apply(*args)
+
+    journal.apply = held
+    return gate
+
+
+def test_the_turn_gets_the_id_at_once_and_reads_wait_for_the_write(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    gate = _hold(svc.archival.journal)
+    rec = svc.archival.insert(scope, "Ana's sister Lucia studies octopuses in Valencia.", defer=True)
+    assert rec.created and svc.archival.journal.is_pending(rec.id)
+    again = svc.archival.insert(scope, "Ana's sister Lucia studies octopuses in Valencia.", defer=True)
+    assert again.id == rec.id and not again.created, "the same words while journalled: already stored"
+    assert svc.archival.count(scope) == 1, "the prompt's count includes what is journalled"
+    threading.Timer(0.3, gate.set).start()
+    hits = svc.archival.search(scope, "Lucia octopuses", 3)  # waits for the writer
+    assert [r.id for r, _ in hits] == [rec.id]
+    assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rec.id)
+
+
+def test_a_failed_write_stays_journalled_and_is_retried(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    journal = svc.archival.journal
+    apply = journal.apply
+    calls = []
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return apply(*args)
+
+    journal.apply = flaky
+    rec = svc.archival.insert(scope, "The spare key is under the blue pot.", defer=True)
+    with pytest.raises(OSError, match="disk full"):
+        svc.archival.get(scope, rec.id)
+    assert journal.is_pending(rec.id)
+    assert svc.archival.get(scope, rec.id).text == "The spare key is under the blue pot."  # retried
+    assert len(calls) == 2 and not journal.is_pending(rec.id)
+
+
+def test_a_fact_written_behind_settles_its_timeline(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    paris = svc.archival.insert(scope, "As of 2024-01-10, Ana's city is Paris.", defer=True)
+    berlin = svc.archival.insert(scope, "As of 2024-05-03, Ana's city is Berlin.", defer=True)
+    assert svc.archival.get(scope, paris.id).validity.superseded_by == berlin.id
+    assert svc.archival.get(scope, berlin.id).validity.current
+
+
+CHILD = textwrap.dedent("""
+    import sys, threading
+    from pagefault import MemoryServices, Scope
+    svc = MemoryServices.open(sys.argv[1])
+    svc.archival.journal.apply = lambda *a: threading.Event().wait()  # the writer never writes
+    rec = svc.archival.insert(Scope("ana"), "The boat Gaviota is moored in Denia.", defer=True)
+    print(rec.id, flush=True)
+    threading.Event().wait()
+""")
+
+
+def test_a_killed_process_loses_no_journalled_insert(data_dir):
+    child = subprocess.Popen([sys.executable, "-c", CHILD, data_dir], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
+    try:
+        rid = child.stdout.readline().strip()
+        assert rid.startswith("arc-"), "the child journalled the insert"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")  # a new process opens the directory
+    assert svc.archival.count(scope) == 1
+    assert [r.id for r, _ in svc.archival.search(scope, "boat Gaviota", 3)] == [rid]
+    assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rid)
+
+
+def test_rows_another_process_wrote_are_not_waited_for(data_dir):
+    """A CLI opened on the same directory replays the journal too; this process must not wait forever
+    for rows that are no longer there."""
+    import sqlite3
+
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    gate = _hold(svc.archival.journal)
+    first = svc.archival.insert(scope, "The red bike is in the garage.", defer=True)
+    second = svc.archival.insert(scope, "The blue bike is at the office.", defer=True)
+    db = sqlite3.connect(f"{svc.data_dir}/lexical.sqlite")
+    with db:  # as if another process had written the second insert and removed its row
+        db.execute("DELETE FROM archival_journal WHERE rid=?", (second.id,))
+    db.close()
+    gate.set()
+    svc.archival.journal.flush(timeout=20)  # returns: nothing it waits for is left
+    assert not svc.archival.journal.is_pending(first.id) and not svc.archival.journal.is_pending(second.id)
+    assert svc.archival.get(scope, first.id) is not None
+
+
+def test_a_coming_search_stops_the_writer_lingering_without_waiting(data_dir):
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    journal = svc.archival.journal
+    assert journal.hurry() is False, "nothing pending: nothing to hurry"
+    journal.linger = 30.0  # left alone, the writer would wait this long for more inserts
+    rec = svc.archival.insert(scope, "The red bicycle is chained behind the bakery.", defer=True)
+    assert journal.hurry() is True  # returns at once; the writer writes without a read waiting
+    deadline = time.monotonic() + 20
+    while journal.is_pending(rec.id) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not journal.is_pending(rec.id)
+    assert [r.id for r, _ in svc.archival.search(scope, "red bicycle bakery", 1)] == [rec.id]
