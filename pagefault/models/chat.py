@@ -36,4 +36,4 @@ def token_model_name(model: BaseChatModel | None, configured: str) -> str:
     return str(getattr(model, "model_name", None) or getattr(model, "model", None) or "unknown")
 
 
-__all__ = ["OfflineChatModel", "load_chat_model", "token_model_name"]
+__all__ = ["load_chat_model", "token_model_name"]
