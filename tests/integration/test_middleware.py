@@ -244,10 +244,9 @@ def test_middleware_tools_keep_the_graphs_trust_rules(embedded, data_dir):
     asking = _agent(embedded, Context(user_id="bob", data_dir=data_dir, untrusted_core_edits="approve"))
     out = _say(asking, "a1", POISON)
     (pause,) = out["__interrupt__"]
-    assert pause.value["type"] == "core_memory_approval"
-    assert pause.value["edits"][0]["args"] == {"section": "human", "text": POISON_EDIT}
+    assert pause.value["action_requests"][0]["args"] == {"section": "human", "text": POISON_EDIT}
     assert CoreMemory(embedded.store, Scope("bob")).get("human").value == ""
-    out = asking.invoke(Command(resume=True), {"configurable": {"thread_id": "a1"}})
+    out = asking.invoke(Command(resume={"decisions": [{"type": "approve"}]}), {"configurable": {"thread_id": "a1"}})
     assert "__interrupt__" not in out
     assert CoreMemory(embedded.store, Scope("bob")).get("human").value == POISON_EDIT
     assert MemoryServices.open(data_dir).archival.count(Scope("bob")) == 1, "resuming must not write twice"
@@ -310,3 +309,32 @@ def test_a_middleware_thread_has_one_owner(embedded, data_dir):
     found = " ".join(str(m.content) for m in values["messages"] if isinstance(m, ToolMessage))
     assert "4417" not in found, found
 
+
+
+def test_memory_approval_speaks_langchains_hitl_beside_its_middleware(embedded, data_dir):
+    """PagefaultMiddleware's approval and LangChain's own HumanInTheLoopMiddleware (on another tool) in one
+    app: both pause with a HITLRequest and both resume with {"decisions": [...]}."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langgraph.types import Command
+
+    ctx = Context(user_id="hil", data_dir=data_dir, untrusted_core_edits="approve")
+    agent = create_agent(OfflineChatModel(), [weather], middleware=[
+        PagefaultMiddleware(ctx), HumanInTheLoopMiddleware(interrupt_on={"weather": True})],
+        checkpointer=embedded.checkpointer, store=embedded.store)
+    config = {"configurable": {"thread_id": "hitl"}}
+
+    out = agent.invoke({"messages": [HumanMessage("Check the weather in Lisbon.")]}, config)
+    (theirs,) = out["__interrupt__"]
+    assert theirs.value["action_requests"][0]["name"] == "weather"
+    out = agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    assert any(isinstance(m, ToolMessage) and m.name == "weather" and "sunny" in m.content for m in out["messages"])
+
+    out = agent.invoke({"messages": [HumanMessage(POISON)]}, config)
+    (ours,) = out["__interrupt__"]
+    assert set(ours.value) >= set(theirs.value) == {"action_requests", "review_configs"}
+    assert ours.value["action_requests"][0]["name"] == "core_memory_append"
+    assert ours.value["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    out = agent.invoke(Command(resume={"decisions": [{"type": "reject", "message": "not my job"}]}), config)
+    edit = next(m for m in out["messages"] if isinstance(m, ToolMessage) and m.name == "core_memory_append")
+    assert edit.status == "error" and "not my job" in edit.content
+    assert CoreMemory(embedded.store, Scope("hil")).get("human").value == ""
