@@ -43,6 +43,8 @@ from importlib import import_module, resources
 from pathlib import Path
 from typing import Callable, Iterable
 
+from shared_data import require
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 LOCOMO = SHARED / "data" / "locomo" / "locomo10.json"
@@ -155,7 +157,7 @@ def raucle_bench() -> list[Sample]:
 
 
 def locomo(path: Path = LOCOMO) -> list[Sample]:
-    convs = json.loads(path.read_text())
+    convs = json.loads(require(path, "LoCoMo (locomo10.json), the benign side of the corpora").read_text())
     out = []
     for conv, split in _alternate(convs, lambda c: "locomo:" + c["sample_id"]):
         sid = conv["sample_id"]

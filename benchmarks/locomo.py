@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from results_md import write_section  # noqa: E402
+from shared_data import require  # noqa: E402
 
 from pagefault import Context, open_embedded  # noqa: E402
 from pagefault.maintenance.history_import import import_history  # noqa: E402
@@ -54,7 +55,7 @@ _WORD = re.compile(r"\w+")
 
 def load(data_dir: Path = DATA) -> list[dict[str, Any]]:
     """LoCoMo conversations as pagefault dialogs, with their scorable questions."""
-    convs = json.loads((data_dir / "locomo10.json").read_text())
+    convs = json.loads(require(data_dir / "locomo10.json", "LoCoMo (locomo10.json)").read_text())
     questions = [json.loads(line) for line in (data_dir / "locomo10_qa_retrieval.jsonl").read_text().splitlines()]
     out = []
     for index, conv in enumerate(convs):
