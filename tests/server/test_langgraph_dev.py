@@ -183,3 +183,11 @@ def test_answers_carry_structured_citations_over_the_sdk(client):
     (cite,) = answer["response_metadata"]["citations"]
     assert (cite["source"], cite["origin"], cite["flagged"], cite["turn"]) == ("archival", "user", False, 0)
     assert f"[archival {cite['id']}, from thread " in answer["content"] and "cello" in answer["content"]
+
+
+def test_no_run_blocked_the_servers_event_loop(client, server, ana_first_thread):
+    """`langgraph dev` runs with its blocking-call detection on (no --allow-blocking): a node or tool that
+    blocked the event loop would have logged a BlockingError during this module's runs."""
+    assert "--allow-blocking" not in server.proc.args
+    log = server.log(tail=None)
+    assert "BlockingError" not in log and "Blocking call" not in log, log[-3000:]
