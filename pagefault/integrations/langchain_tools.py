@@ -11,19 +11,20 @@ store given here, else the agent's store, else the embedded ``store.sqlite`` und
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
-from pagefault.graph.context import Context
+from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
 from pagefault.tools.approval import Request, Reviewed
@@ -85,7 +86,9 @@ class MemoryBinding:
         # Under PagefaultMiddleware the state says where the window starts, as in the graph; an app
         # that trims its own messages keeps no such count, and its searches cover everything.
         evicted = _field(runtime.state, "evicted_count", None) if runtime is not None else None
-        call = run.memory_call(messages, int(evicted) if evicted is not None else None)
+        users = _field(runtime.state, "evicted_user_messages", None) if runtime is not None else None
+        call = run.memory_call(messages, int(evicted) if evicted is not None else None,
+                               int(users) if users is not None else -1)
         request = Request((runtime.tool_call_id if runtime is not None else None) or tool, tool, args)
         return Reviewed(call, [request], can_ask=runtime is not None), request
 
@@ -107,20 +110,26 @@ def _make_tool(spec: MemoryTool, binding: MemoryBinding) -> BaseTool:
         emit_page_fault(spec.name, "success", result.artifact.get("citations", []))
         return result.content, result.artifact
 
+    async def arun(runtime: ToolRuntime = None, **kwargs: Any) -> tuple[str, dict[str, Any]]:  # type: ignore[assignment]
+        # The stores are synchronous (SQLite, Chroma): the call runs in a worker thread, off the event
+        # loop, with the run's context (an approval's interrupt() reaches the run from there too).
+        return await asyncio.to_thread(run, runtime, **kwargs)
+
     return StructuredTool.from_function(
-        func=run, name=spec.name, description=(spec.schema.__doc__ or "").strip(), args_schema=spec.schema,
-        response_format="content_and_artifact", handle_tool_error=_error_text,
+        func=run, coroutine=arun, name=spec.name, description=(spec.schema.__doc__ or "").strip(),
+        args_schema=spec.schema, response_format="content_and_artifact", handle_tool_error=_error_text,
     )
 
 
-def memory_tools(context: Context | None = None, *, store: BaseStore | None = None, **settings: Any) -> list[BaseTool]:
+@context_keywords
+def memory_tools(context: Context | None = None, *, store: BaseStore | None = None,
+                 **settings: Unpack[ContextSettings]) -> list[BaseTool]:
     """The six memory tools as LangChain tools.
 
-    ``context`` (or ``Context`` fields as keywords) are the app's settings; a run may set only the
-    client fields (``pagefault.serve.CLIENT_FIELDS``). ``store`` pins core memory to a store instead
-    of the agent's (or the embedded one).
+    ``context``, or the ``Context`` fields as keywords (``user_id`` ... ``database_url``, each None for
+    ``Context``'s default; see ``ContextSettings``), are the app's settings, not both; a run may set
+    only the client fields (``pagefault.serve.CLIENT_FIELDS``).
+    ``store`` pins core memory to a store instead of the agent's (or the embedded one).
     """
-    if context is not None and settings:
-        raise TypeError("give either a Context or Context fields as keywords, not both")
-    binding = MemoryBinding(context if context is not None else Context(**settings), store)
+    binding = MemoryBinding(context_of(context, settings), store)
     return [_make_tool(spec, binding) for spec in MEMORY_TOOLS.values()]

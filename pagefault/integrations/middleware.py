@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Awaitable, Callable, NotRequired, cast
+from typing import Annotated, Any, Awaitable, Callable, NotRequired, Unpack, cast
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -39,7 +39,7 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
 
-from pagefault.graph.context import Context
+from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.graph.state import PagefaultState
 from pagefault.integrations.langchain_tools import embedded_store, memory_tools
 from pagefault.models.chat import token_model_name
@@ -47,7 +47,7 @@ from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
 from pagefault.stores.services import MemoryServices
 from pagefault.text.messages import message_text
-from pagefault.window.compaction import compact_window
+from pagefault.window.compaction import Compaction, acompact_window, compact_window
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.run import MemoryRun
@@ -61,6 +61,7 @@ class MemoryAgentState(AgentState):
 
     summary: NotRequired[Annotated[str, _OUTPUT_ONLY]]
     evicted_count: NotRequired[Annotated[int, _OUTPUT_ONLY]]
+    evicted_user_messages: NotRequired[Annotated[int, _OUTPUT_ONLY]]
     recall_indexed: NotRequired[Annotated[int, _OUTPUT_ONLY]]
     owner: NotRequired[Annotated[dict[str, str], _OUTPUT_ONLY]]
     pressure_warned: NotRequired[Annotated[bool, _OUTPUT_ONLY]]
@@ -99,23 +100,55 @@ def _config() -> RunnableConfig:
         return {}
 
 
+@dataclass
+class _Turn:
+    """One model call's preparation, between its steps (the async path runs them apart)."""
+
+    run: MemoryRun
+    config: RunnableConfig
+    view: PagefaultState
+    schemas: list[dict[str, Any]]
+    app_prompt: str
+    messages: list[Any]
+    update: dict[str, Any]
+    over_budget: bool = False
+
+    def measure(self, state: PagefaultState) -> MainContext:
+        """The main context as this app sends it: its tools and its own system prompt included."""
+        return self.run.main_context(state, self.schemas, app_prompt=self.app_prompt)
+
+    def absorb(self, done: Compaction) -> None:
+        """A compaction's eviction, applied to the state update and to the request the model is sent."""
+        self.update.update(done.update())
+        if done.changed:
+            gone = {m.id for m in done.evicted}
+            swapped = {m.id: m for m in done.replaced}
+            self.messages = [swapped.get(m.id, m) for m in self.messages if m.id not in gone]
+        self.view = done.view
+
+
 class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     """MemGPT-style memory for ``create_agent``: memory tools, core memory and summary in the prompt,
     and compaction with eviction to recall.
 
-    ``context`` (or ``Context`` fields as keywords) are the app's settings. A run's context may set
-    only who the run is for and a few preferences (``pagefault.serve.CLIENT_FIELDS``); one that sets
+    ``context``, or the ``Context`` fields as keywords (``user_id`` ... ``database_url``, each None for
+    ``Context``'s default; see ``ContextSettings``), are the app's settings, not both:
+    ``PagefaultMiddleware(user_id="ana", model="openai:gpt-4o-mini")``. A run's context may set only
+    who the run is for and a few preferences (``pagefault.serve.CLIENT_FIELDS``); one that sets
     anything else (a URL, an engine, the budget) is refused. ``store`` pins core memory to a store
     instead of the agent's (with neither, the embedded ``store.sqlite`` under ``data_dir``).
+
+    Its public attributes: ``context`` (the app's settings), ``app`` (them as ``ServerSettings``),
+    ``store`` and ``tools`` (the memory tools it gives the agent).
     """
 
     state_schema = MemoryAgentState
 
-    def __init__(self, context: Context | None = None, *, store: BaseStore | None = None, **settings: Any) -> None:
+    @context_keywords
+    def __init__(self, context: Context | None = None, *, store: BaseStore | None = None,
+                 **settings: Unpack[ContextSettings]) -> None:
         super().__init__()
-        if context is not None and settings:
-            raise TypeError("give either a Context or Context fields as keywords, not both")
-        self.context = context if context is not None else Context(**settings)
+        self.context = context_of(context, settings)
         self.app = ServerSettings.of_app(self.context)
         self.store = store
         self.tools = memory_tools(self.context, store=store)
@@ -125,6 +158,9 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ExtendedModelResponse:
+        """LangChain's model-call hook: send ``handler`` (the next middleware, or the model) the
+        request as ``prepare`` rewrites it, and return the answer with pagefault's state update
+        (eviction, summary, counters) as one ``Command``."""
         prepared = self.prepare(request)
         response = handler(prepared.request)
         prepared.answered(response)
@@ -133,14 +169,31 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ExtendedModelResponse:
-        # Stores, indexes and the summarizer are synchronous: keep them off the event loop.
-        prepared = await asyncio.to_thread(self.prepare, request)
+        """``wrap_model_call`` for async runs (``ainvoke``, ``astream``): ``handler`` is awaited, and the
+        request is rewritten by ``aprepare``."""
+        # Stores and indexes are synchronous: they run in a worker thread; the summary's model call is awaited.
+        prepared = await self.aprepare(request)
         response = await handler(prepared.request)
         prepared.answered(response)
         return ExtendedModelResponse(model_response=response, command=Command(update=prepared.update))
 
     def prepare(self, request: ModelRequest) -> Prepared:
-        """Index, compact if over budget, warn once under pressure, and render the system prompt."""
+        """Index, compact if over budget, warn once under pressure, and render the system prompt of
+        ``request`` (one model call of the agent): the rewritten request and the state update that goes
+        with its answer."""
+        turn = self._begin(request)
+        if turn.over_budget:
+            turn.absorb(compact_window(turn.view, turn.run, turn.config, request.model, turn.measure))
+        return self._end(turn, request)
+
+    async def aprepare(self, request: ModelRequest) -> Prepared:
+        """``prepare`` for async runs: the stores' work in a worker thread, a summary's model call awaited."""
+        turn = await asyncio.to_thread(self._begin, request)
+        if turn.over_budget:
+            turn.absorb(await acompact_window(turn.view, turn.run, turn.config, request.model, turn.measure))
+        return await asyncio.to_thread(self._end, turn, request)
+
+    def _begin(self, request: ModelRequest) -> "_Turn":
         runtime = request.runtime
         config = _config()
         # The app owns every setting but who the run is for (and a few preferences): a run's context
@@ -150,31 +203,24 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         run = MemoryRun.open(ctx, store, config, token_counter(token_model_name(request.model, ctx.model)))
         st = cast(MemoryAgentState, request.state)  # the agent's state has this middleware's state_schema
         claim = claim_thread(st.get("owner"), run.scope, run.thread_id)  # before anything is read or indexed
-        schemas = [tool_schema(t) for t in request.tools]
-        app_prompt = message_text(request.system_message) if request.system_message is not None else ""
-
         view = PagefaultState(
             messages=list(st.get("messages", [])), summary=st.get("summary", ""),
             evicted_count=st.get("evicted_count", 0), recall_indexed=st.get("recall_indexed", 0),
             pressure_warned=st.get("pressure_warned", False), compactions=st.get("compactions", 0),
+            evicted_user_messages=st.get("evicted_user_messages", -1),
         )
         view = replace(view, recall_indexed=sync_recall(view, config, run.services.recall, run.scope))
-        update: dict[str, Any] = {"recall_indexed": view.recall_indexed, **claim}
+        turn = _Turn(run, config, view, [tool_schema(t) for t in request.tools],
+                     message_text(request.system_message) if request.system_message is not None else "",
+                     list(request.messages), {"recall_indexed": view.recall_indexed, **claim})
+        turn.over_budget = run.over_budget(turn.measure(view))
+        return turn
 
-        def measure(state: PagefaultState) -> MainContext:
-            return run.main_context(state, schemas, app_prompt=app_prompt)
-
-        messages = list(request.messages)
-        if run.over_budget(measure(view)):
-            done = compact_window(view, run, config, request.model, measure)
-            update.update(done.update())
-            if done.changed:  # the same eviction applied to the request the model is sent
-                gone = {m.id for m in done.evicted}
-                swapped = {m.id: m for m in done.replaced}
-                messages = [swapped.get(m.id, m) for m in messages if m.id not in gone]
-            view = done.view
-        main, warned = run.prompt(view, schemas, app_prompt=app_prompt)
-        update.update(summary=view.summary, evicted_count=view.evicted_count, compactions=view.compactions,
-                      pressure_warned=view.pressure_warned or warned, tokens=main.tokens)
-        return Prepared(request.override(system_message=SystemMessage(content=main.system_prompt), messages=messages),
-                        update, run.services)
+    def _end(self, turn: "_Turn", request: ModelRequest) -> Prepared:
+        view = turn.view
+        main, warned = turn.run.prompt(view, turn.schemas, app_prompt=turn.app_prompt)
+        turn.update.update(summary=view.summary, evicted_count=view.evicted_count, compactions=view.compactions,
+                           evicted_user_messages=view.evicted_user_messages if view.evicted_count else 0,
+                           pressure_warned=view.pressure_warned or warned, tokens=main.tokens)
+        return Prepared(request.override(system_message=SystemMessage(content=main.system_prompt),
+                                         messages=turn.messages), turn.update, turn.run.services)

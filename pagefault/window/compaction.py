@@ -12,6 +12,7 @@ Rules it keeps (each a bug some peer shipped):
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
@@ -25,13 +26,13 @@ from pagefault.graph.state import PagefaultState
 from pagefault.models.offline import OfflineChatModel
 from pagefault.models.tokens import TokenCounter
 from pagefault.safety.redaction import redact
-from pagefault.stores.recall import speaker
+from pagefault.stores.recall import conversation_turns, speaker
 from pagefault.text.messages import message_text
 from pagefault.text.prompts import SUMMARY_INSTRUCTION
 from pagefault.window.events import emit
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
-from pagefault.window.run import MemoryRun
+from pagefault.window.run import MemoryRun, users_before
 
 #: Share of the window the running summary may take.
 SUMMARY_SHARE = 0.15
@@ -129,22 +130,42 @@ def fit_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
     return kept(lo) if lo < len(lines) else ""
 
 
-def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
-              counter: TokenCounter, config: RunnableConfig | None = None) -> str:
-    """The running summary merged with the evicted messages, fitted to its share of the window."""
+def _summary_request(ctx: Context, previous: str, evicted: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    """The summarizer's request, and the summary's share of the window in tokens."""
     max_tokens = int(SUMMARY_SHARE * ctx.context_window)
-    request = [
+    return [
         SystemMessage(content=f"{SUMMARY_INSTRUCTION} Merge the previous summary with the new messages. "
                               f"Keep names, facts, decisions and open tasks. At most {max_tokens * 3 // 4} words."),
         HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
-    ]
+    ], max_tokens
+
+
+def _summary_text(text: str, ctx: Context, counter: TokenCounter, max_tokens: int) -> str:
+    if ctx.redact_secrets:  # the summary is memory pagefault writes: no keys in it
+        text = redact(text).text
+    return fit_summary(text.strip(), max_tokens, counter)
+
+
+def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
+              counter: TokenCounter, config: RunnableConfig | None = None) -> str:
+    """The running summary merged with the evicted messages, fitted to its share of the window."""
+    request, max_tokens = _summary_request(ctx, previous, evicted)
     try:
         text = message_text(model.invoke(request, config))
     except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
         text = message_text(OfflineChatModel().invoke(request))
-    if ctx.redact_secrets:  # the summary is memory pagefault writes: no keys in it
-        text = redact(text).text
-    return fit_summary(text.strip(), max_tokens, counter)
+    return _summary_text(text, ctx, counter, max_tokens)
+
+
+async def asummarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
+                     counter: TokenCounter, config: RunnableConfig | None = None) -> str:
+    """``summarize`` with the model awaited (``ainvoke``), for async runs."""
+    request, max_tokens = _summary_request(ctx, previous, evicted)
+    try:
+        text = message_text(await model.ainvoke(request, config))
+    except Exception:  # as in summarize: the extractive fallback (rules, no I/O)
+        text = message_text(OfflineChatModel().invoke(request))
+    return _summary_text(text, ctx, counter, max_tokens)
 
 
 @dataclass
@@ -210,8 +231,53 @@ class Compaction:
         if not self.changed:
             return {"recall_indexed": self.view.recall_indexed}
         return {"messages": self.messages_update(), "summary": self.view.summary,
-                "evicted_count": self.view.evicted_count, "recall_indexed": self.view.recall_indexed,
-                "pressure_warned": False, "compactions": self.view.compactions}
+                "evicted_count": self.view.evicted_count, "evicted_user_messages": self.view.evicted_user_messages,
+                "recall_indexed": self.view.recall_indexed, "pressure_warned": False,
+                "compactions": self.view.compactions}
+
+
+@dataclass
+class _Planned:
+    """A compaction worked out and its turns indexed, before the summary is written."""
+
+    before: MainContext
+    plan: CompactionPlan
+    evicted: list[AnyMessage]
+    replaced: list[AnyMessage]
+    indexed: int
+    users: int = 0
+    """User messages of the thread before the window (``window.run.users_before``)."""
+
+
+def _plan_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig,
+                 measure: Callable[[PagefaultState], MainContext]) -> _Planned:
+    ctx, counter = run.ctx, run.counter
+    before = measure(state)
+    messages = list(state.messages)
+    costs = [counter.count_message(m) for m in messages]
+    users = users_before(run.services.recall, run.scope, run.thread_id, state.evicted_count, state.evicted_user_messages)
+    turns = conversation_turns(messages, users)
+    plan = plan_compaction(messages, costs, before.total, ctx, counter,
+                           lambda i: f"thread {run.thread_id} turn {turns[i]} (message {state.evicted_count + i})")
+    # Evicted (and truncated) messages must be findable before they leave the window.
+    indexed = sync_recall(state, config, run.services.recall, run.scope, evicting_below=state.evicted_count + plan.reach)
+    return _Planned(before, plan, messages[:plan.evict], list(plan.cut.values()), indexed, users)
+
+
+def _apply(state: PagefaultState, run: MemoryRun, planned: _Planned, summary: str,
+           measure: Callable[[PagefaultState], MainContext]) -> Compaction:
+    plan, evicted, replaced, before = planned.plan, planned.evicted, planned.replaced, planned.before
+    if not evicted and not replaced:
+        return Compaction(dataclasses.replace(state, recall_indexed=planned.indexed), [], [], before.total, before.total)
+    view = dataclasses.replace(
+        state, messages=[plan.cut.get(i, m) for i, m in enumerate(list(state.messages)[plan.evict:])], summary=summary,
+        evicted_count=state.evicted_count + len(evicted), recall_indexed=planned.indexed, pressure_warned=False,
+        evicted_user_messages=planned.users + sum(isinstance(m, HumanMessage) for m in evicted),
+        compactions=state.compactions + 1)
+    after = measure(view).total
+    emit({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced), "tokens_before": before.total,
+          "tokens_after": after, "window": run.ctx.context_window})
+    return Compaction(view, evicted, replaced, before.total, after)
 
 
 def compact_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig, model: BaseChatModel,
@@ -219,25 +285,16 @@ def compact_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig
     """Evict the oldest messages down to the target, summarized, after indexing them into recall so
     ``conversation_search`` still finds them; cut down what is still too big. ``measure`` renders the
     main context as the caller sends it (its tools and prompt). Emits a ``compaction`` event."""
-    ctx, counter = run.ctx, run.counter
-    before = measure(state)
-    messages = list(state.messages)
-    costs = [counter.count_message(m) for m in messages]
-    plan = plan_compaction(messages, costs, before.total, ctx, counter,
-                           lambda i: f"thread {run.thread_id} turn {state.evicted_count + i}")
-    evicted = messages[:plan.evict]
-    replaced = list(plan.cut.values())
-    # Evicted (and truncated) turns must be findable before they leave the window.
-    indexed = sync_recall(state, config, run.services.recall, run.scope, evicting_below=state.evicted_count + plan.reach)
-    if not evicted and not replaced:
-        view = dataclasses.replace(state, recall_indexed=indexed)
-        return Compaction(view, [], [], before.total, before.total)
-    summary = summarize(model, ctx, state.summary, evicted, counter, config) if evicted else state.summary
-    view = dataclasses.replace(
-        state, messages=[plan.cut.get(i, m) for i, m in enumerate(messages[plan.evict:])], summary=summary,
-        evicted_count=state.evicted_count + len(evicted), recall_indexed=indexed, pressure_warned=False,
-        compactions=state.compactions + 1)
-    after = measure(view).total
-    emit({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced), "tokens_before": before.total,
-          "tokens_after": after, "window": ctx.context_window})
-    return Compaction(view, evicted, replaced, before.total, after)
+    planned = _plan_window(state, run, config, measure)
+    summary = (summarize(model, run.ctx, state.summary, planned.evicted, run.counter, config) if planned.evicted
+               else state.summary)
+    return _apply(state, run, planned, summary, measure)
+
+
+async def acompact_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig, model: BaseChatModel,
+                          measure: Callable[[PagefaultState], MainContext]) -> Compaction:
+    """``compact_window`` for async runs: the stores' work in a worker thread, the summary awaited."""
+    planned = await asyncio.to_thread(_plan_window, state, run, config, measure)
+    summary = (await asummarize(model, run.ctx, state.summary, planned.evicted, run.counter, config)
+               if planned.evicted else state.summary)
+    return await asyncio.to_thread(_apply, state, run, planned, summary, measure)
