@@ -101,28 +101,6 @@ def test_a_rule_from_instruction_shaped_text_is_refused(embedded, data_dir):
     assert ProceduralMemory(embedded.store, Scope("dee")).list() == []
 
 
-def test_readme_four_kinds_of_memory_example_runs(tmp_path, monkeypatch):
-    """The README's "Four kinds of memory" example runs as written and gives what its comments say."""
-    import os
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = text.index("## Four kinds of memory\n")
-    section = text[start:text.find("\n## ", start + 1)]
-    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    monkeypatch.chdir(tmp_path)
-    for key in [k for k in os.environ if k.startswith("PAGEFAULT_")]:
-        monkeypatch.delenv(key)
-    ns: dict = {}
-    exec(compile(code, "README four kinds of memory", "exec"), ns)
-    assert ns["answer"].startswith('From memory: "As of 2024-05-03, I moved to Berlin."')
-    assert ns["working"] == "Lives in: Berlin"
-    assert ns["rules"] == ["Always answer in French."]
-    assert ns["episode"].messages[-1].content == "As of 2024-01-10, I live in Lisbon."
-    assert ns["now"] == "As of 2024-05-03, I moved to Berlin." and ns["then"] == "As of 2024-01-10, I live in Lisbon."
-
-
 def test_restore_keeps_the_cap_and_is_idempotent(embedded):
     """Import puts procedures back as they were, but never past the cap every prompt relies on."""
     from pagefault.stores.procedures import MAX_PROCEDURES, Procedure
