@@ -5,7 +5,6 @@ server (the token snippet runs in test_serve_safely.py)."""
 from __future__ import annotations
 
 from langgraph_sdk import get_sync_client
-
 from support.devserver import dev_server
 from support.engines import chroma_server, fresh_database
 from support.readme import blocks
