@@ -12,9 +12,10 @@ starts. See ``pagefault.serve.settings``.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict, TypeVar, get_type_hints
 
 from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
 
@@ -49,7 +50,7 @@ def _env(name: str, default: Any) -> Callable[[], Any]:
 class Context:
     """A pagefault agent's settings: who it serves, which model it runs, how big its main context is and
     where its memory lives. Code that runs a graph in its own process sets any of them; a served graph
-    lets a client set only ``pagefault.serve.CLIENT_FIELDS`` (see the module docstring)."""
+    lets a client set only ``pagefault.serve.CLIENT_FIELDS`` (see ``pagefault.serve``)."""
 
     user_id: str = field(default_factory=_env("user_id", "default"), metadata={
         "description": "The user whose memory this run reads and writes. Scope comes only from here."})
@@ -130,3 +131,60 @@ class Context:
             raise ValueError("top_k must be between 1 and 50")
         if not 100 <= self.core_block_limit <= 100_000:
             raise ValueError("core_block_limit must be from 100 to 100000 characters (every block is in every prompt)")
+
+
+# The reference (pdoc) shows a class's docstring, not its fields' metadata: list each field there.
+Context.__doc__ = inspect.cleandoc(Context.__doc__ or "") + (
+    "\n\nThe fields (one a run does not give is read from ``PAGEFAULT_<FIELD>`` when that is set, "
+    "but ``respond``):\n\n") + "\n".join(f"- ``{f.name}`` ({f.type}): {f.metadata['description']}" for f in fields(Context))
+
+
+class ContextSettings(TypedDict, total=False):
+    """``Context`` fields as keywords: what ``PagefaultMiddleware(...)`` and ``memory_tools(...)`` take
+    besides a ``Context`` (``PagefaultMiddleware(user_id="ana", context_window=4096)``). The same
+    names and types, each optional: one left out or None takes ``Context``'s default
+    (``PAGEFAULT_<FIELD>`` if set, else the built-in value)."""
+
+    user_id: str | None
+    agent_id: str | None
+    model: str | None
+    base_url: str | None
+    context_window: int | None
+    warning_fraction: float | None
+    compaction_trigger: float | None
+    compaction_target: float | None
+    persona: str | None
+    core_block_limit: int | None
+    top_k: int | None
+    respond: bool | None
+    guard: str | None
+    untrusted_core_edits: str | None
+    redact_secrets: bool | None
+    consolidate_every: int | None
+    data_dir: str | None
+    chroma_url: str | None
+    database_url: str | None
+
+
+def context_of(context: Context | None, settings: ContextSettings) -> Context:
+    """The settings an app gives its middleware or memory tools: ``context``, or a ``Context`` of the
+    ``settings`` keywords that are not None; a TypeError when both are given."""
+    given: dict[str, Any] = {k: v for k, v in settings.items() if v is not None}
+    if context is not None and given:
+        raise TypeError("give either a Context or Context fields as keywords, not both")
+    return context if context is not None else Context(**given)
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def context_keywords(func: _F) -> _F:
+    """Show ``func``'s ``**settings: Unpack[ContextSettings]`` as what it takes: one keyword-only
+    parameter per ``Context`` field, of that field's type or None, defaulting to None. Type checkers
+    read the ``Unpack``; ``help()``, ``inspect.signature`` and the API reference read this."""
+    signature = inspect.signature(func)
+    kept = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    keywords = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=kind)
+                for name, kind in get_type_hints(ContextSettings).items()]
+    setattr(func, "__signature__", signature.replace(parameters=[*kept, *keywords]))
+    return func

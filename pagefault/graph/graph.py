@@ -35,11 +35,11 @@ from pagefault.serve.settings import ServerSettings, served_settings
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
 
-#: The pagefault graph's type: its state, context, input and output schemas.
 PagefaultBuilder = StateGraph[PagefaultState, Context, InputState, PagefaultState]
-#: The compiled graph. Its input is Any: a run takes an ``InputState`` or, as every caller does, a dict of
-#: its fields (``{"messages": [...]}``), and a LangGraph input type argument cannot say "either".
+"""The pagefault graph's type: its state, context, input and output schemas."""
 PagefaultGraph = CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]
+"""The compiled graph. Its input is Any: a run takes an ``InputState`` or, as every caller does, a dict of
+its fields (``{"messages": [...]}``), and a LangGraph input type argument cannot say "either"."""
 
 
 def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
@@ -101,8 +101,10 @@ def build_graph(
     """Compile the pagefault graph for library use.
 
     ``checkpointer`` holds conversation recall (the source of truth for every past turn) and
-    ``store`` holds core memory; see ``pagefault.persistence.embedded`` for the SQLite defaults. ``served``: see
-    ``make_builder``.
+    ``store`` holds core memory; see ``pagefault.persistence.embedded`` for the SQLite defaults.
+    ``tools``: the app's own tools, beside the memory tools; ``model``: a chat model to use instead
+    of the one the run's ``Context.model`` names; ``name``: the graph's name (in traces and
+    streams). ``served``: see ``make_builder``.
     """
     return make_builder(tools=tools, model=model, served=served).compile(checkpointer=checkpointer, store=store,
                                                                            name=name)
@@ -113,15 +115,17 @@ class ServedGraph(CompiledStateGraph):
     ``config_schema`` (which LangGraph's server still shows as "config") does not repeat them."""
 
     def config_schema(self, *, include: Sequence[str] | None = None) -> type[BaseModel]:
+        """An empty schema, whatever ``include`` asks for: a client's settings go in its context."""
         return create_model(self.get_name("Config"))
 
 
 def served_graph(settings: ServerSettings, name: str = "pagefault") -> ServedGraph:
-    """The graph as a server runs it for its clients, with no checkpointer or store (the server's)."""
+    """The graph as a server runs it for its clients, with no checkpointer or store (the server's):
+    ``settings`` are the server's (see ``make_builder``'s ``served``), ``name`` the graph's name."""
     compiled = make_builder(served=settings).compile(name=name)
     return ServedGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
 
 
-#: What ``langgraph dev`` and the LangGraph server run: the server's settings are read from its
-#: environment once, when it imports this module; clients set only ``pagefault.serve.CLIENT_FIELDS``.
 graph = served_graph(served_settings())
+"""What ``langgraph dev`` and the LangGraph server run: the server's settings are read from its
+environment once, when it imports this module; clients set only ``pagefault.serve.CLIENT_FIELDS``."""

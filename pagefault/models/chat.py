@@ -13,8 +13,9 @@ _lock = threading.Lock()
 
 
 def load_chat_model(model: str = "offline", base_url: str = "") -> BaseChatModel:
-    """'offline' gives the rule-based ``OfflineChatModel``; anything else goes to
-    ``init_chat_model`` (e.g. 'openai:gpt-4o-mini', or 'openai:llama3.1' with an Ollama base_url)."""
+    """The chat model ``model`` names: 'offline' gives the rule-based ``OfflineChatModel``; anything
+    else goes to ``init_chat_model`` (e.g. 'openai:gpt-4o-mini', or 'openai:llama3.1' with an Ollama
+    ``base_url``, an OpenAI-compatible endpoint). One model per (model, base_url), made once."""
     key = (model, base_url)
     with _lock:
         if key not in _cache:

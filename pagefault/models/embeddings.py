@@ -157,20 +157,23 @@ class OfflineEmbeddings(Embeddings):
     """
 
     model_id = "all-MiniLM-L6-v2-int8"
+    """The model these vectors come from: the int8 ONNX export of all-MiniLM-L6-v2."""
 
     def __init__(self) -> None:
         self._model = _Model.get()
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings as one float32 array of shape (len(texts), 384)."""
+        """Embeddings of ``texts`` as one float32 array of shape (len(texts), 384)."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return self._model.embed_cached(list(texts))
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """LangChain's ``Embeddings``: one vector per text of ``texts``."""
         return self.embed_array(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
+        """LangChain's ``Embeddings``: the vector of one query ``text`` (the same model as documents)."""
         return self.embed_array([text])[0].tolist()
 
     # Chroma's embedding-function protocol.
@@ -179,20 +182,26 @@ class OfflineEmbeddings(Embeddings):
 
     @staticmethod
     def name() -> str:
+        """Chroma's embedding-function protocol: the name a collection records for this function."""
         return "pagefault-minilm-int8"
 
     def get_config(self) -> dict[str, Any]:
+        """Chroma's protocol: the function's settings, none (``build_from_config`` takes them back)."""
         return {}
 
     @staticmethod
     def build_from_config(config: dict[str, Any]) -> "OfflineEmbeddings":
+        """Chroma's protocol: the function from a collection's stored ``config`` (it has no settings)."""
         return OfflineEmbeddings()
 
     def default_space(self) -> str:
+        """Chroma's protocol: collections compare these vectors by cosine distance unless told otherwise."""
         return "cosine"
 
     def supported_spaces(self) -> list[str]:
+        """Chroma's protocol: the distances that make sense for these vectors (unit length, so all three)."""
         return ["cosine", "l2", "ip"]
 
     def is_legacy(self) -> bool:
+        """Chroma's protocol: False, this function follows the current (configurable) protocol."""
         return False

@@ -132,7 +132,10 @@ _LINE_START = re.compile(r"(?<=\n)(?=[^\W_])")
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas for one model.
 
-    ``exact`` tells whether counts are the provider's real ones or the approximation.
+    ``model`` is a LangChain model id ('offline', 'openai:gpt-4o-mini', ...): OpenAI models are
+    counted with their own tiktoken encoding, others with cl100k_base plus a safety margin.
+    ``cache_size``: message counts remembered (by message id and content). ``exact`` tells whether
+    counts are the provider's real ones or the approximation.
     """
 
     def __init__(self, model: str = "offline", cache_size: int = 50_000) -> None:
@@ -215,6 +218,7 @@ class TokenCounter:
         return n
 
     def count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        """Tokens ``messages`` cost in a chat request: the sum of ``count_message``."""
         return sum(self.count_message(m) for m in messages)
 
     def count_tools(self, schemas: Sequence[dict[str, Any]]) -> int:

@@ -26,14 +26,18 @@ from pagefault.graph.graph import PagefaultGraph, build_graph
 
 @dataclass
 class EmbeddedPersistence:
-    """The SQLite checkpointer and store of one data directory."""
+    """The SQLite checkpointer and store of one data directory: ``data_dir`` (absolute),
+    ``checkpointer`` (``checkpoints.sqlite``: threads, and so recall) and ``store``
+    (``store.sqlite``: core memory). ``open_embedded`` and ``open_embedded_async`` make one; the sync
+    one is a context manager that closes its connections."""
 
     data_dir: str
     checkpointer: SqliteSaver | AsyncSqliteSaver
     store: SqliteStore | AsyncSqliteStore
 
     def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None) -> PagefaultGraph:
-        """A pagefault graph persisted here."""
+        """A pagefault graph persisted here (``build_graph`` with this checkpointer and store), with the
+        app's ``tools`` and an explicit chat ``model`` (else the one the run's ``Context`` names)."""
         return build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model)
 
     def close(self) -> None:
@@ -67,7 +71,8 @@ def open_embedded(data_dir: str = ".pagefault") -> EmbeddedPersistence:
 
 @asynccontextmanager
 async def open_embedded_async(data_dir: str = ".pagefault") -> AsyncIterator[EmbeddedPersistence]:
-    """The same files through LangGraph's async SQLite savers, for ``ainvoke`` and ``astream``."""
+    """The same files under ``data_dir`` through LangGraph's async SQLite savers, for ``ainvoke`` and
+    ``astream``: ``async with open_embedded_async(path) as p: ...``."""
     path = os.path.abspath(os.path.expanduser(data_dir))
     os.makedirs(path, exist_ok=True)
     async with AsyncSqliteSaver.from_conn_string(os.path.join(path, "checkpoints.sqlite")) as saver, \

@@ -33,14 +33,16 @@ from pydantic import BaseModel
 from pagefault.graph.context import Context
 from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
 
-#: What a client may set per run on a served graph.
 CLIENT_FIELDS: tuple[str, ...] = ("user_id", "agent_id", "model", "persona", "top_k", "guard",
                                   "untrusted_core_edits")
+"""What a client may set per run on a served graph (the ``Context`` fields of that name)."""
 #: In-process switches no client sees (``respond=False`` records history without answering).
 INTERNAL_FIELDS: tuple[str, ...] = ("respond",)
-#: Everything else: the server's (keys and URLs, engines, the token budget, redaction, background work).
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Context)
                                        if f.name not in CLIENT_FIELDS and f.name not in INTERNAL_FIELDS)
+"""The other ``Context`` fields (but the ``INTERNAL_FIELDS``): the server's (keys and URLs, engines,
+the token budget, redaction, background work), read from its environment; a client that sets one
+is refused."""
 #: LangGraph's own ``configurable`` keys, which a client may send beside pagefault's.
 LANGGRAPH_KEYS: frozenset[str] = frozenset({"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"})
 #: The permission pagefault's authenticate handler gives a verified token (``pagefault.serve.auth``).
@@ -62,7 +64,8 @@ class Identity:
 
 
 def identity_of(config: Mapping[str, Any] | None) -> Identity:
-    """The authenticated user of a run, from what the LangGraph server put in ``configurable``.
+    """The authenticated user of a run, from what the LangGraph server put in the ``configurable`` of
+    its ``config`` (a RunnableConfig, or None outside a run).
 
     Only a user that pagefault's authenticate handler verified counts (it carries the
     ``AUTHENTICATED`` permission); a Studio or anonymous user does not.
@@ -81,7 +84,9 @@ def _accepted() -> str:
 
 def check_client_settings(values: object, *, where: str = "context", configurable: bool = False) -> dict[str, Any]:
     """The pagefault settings in a client's ``context`` (or ``configurable``), refused whole if
-    any key is server-owned or unknown. ``configurable`` also lets LangGraph's own keys through."""
+    any key is server-owned or unknown. ``values``: what the client sent (None for nothing);
+    ``where`` names it in the ``SettingsError`` message; ``configurable`` also lets LangGraph's own
+    keys through."""
     if values is None:
         return {}
     if not isinstance(values, Mapping):
@@ -144,9 +149,10 @@ class ServerSettings:
     """The server's side of a served run: its own settings and the models a client may pick.
 
     ``base`` is read once, when the server starts (``from_env``), so a changed environment needs a
-    restart and Studio's form shows the values the server really uses. ``require_user``: a run with
-    no authenticated user must name its ``user_id`` (the served graph); the middleware falls back
-    to the app's own ``user_id`` instead.
+    restart and Studio's form shows the values the server really uses. ``allowed_models``: the
+    models a client may pick (``base.model`` first). ``require_user``: a run with no authenticated
+    user must name its ``user_id`` (the served graph); the middleware falls back to the app's own
+    ``user_id`` instead.
     """
 
     base: Context
@@ -155,17 +161,20 @@ class ServerSettings:
 
     @classmethod
     def from_env(cls) -> "ServerSettings":
+        """The settings of a server from its environment: ``Context()`` (``PAGEFAULT_<FIELD>``) and the
+        models its clients may pick (its own, then ``PAGEFAULT_ALLOWED_MODELS``)."""
         base = Context()
         return cls(base, allowed_models(base))
 
     @classmethod
     def of_app(cls, base: Context) -> "ServerSettings":
-        """An app's settings (the middleware's, the memory tools'): the app's own user is the fallback."""
+        """An app's settings (the middleware's, the memory tools'), from its ``base`` ``Context``: the
+        app's own user is the fallback."""
         return cls(base, allowed_models(base), require_user=False)
 
     def for_run(self, client: Mapping[str, Any], identity: Identity, *, partial: bool = False) -> Context:
-        """The run's ``Context``: the server's settings with the client's (already checked) fields,
-        scoped to the authenticated user where there is one. ``partial``: settings that a run will
+        """The run's ``Context``: the server's settings with the ``client``'s (already checked) fields,
+        scoped to the authenticated user where there is one (``identity``). ``partial``: settings that a run will
         complete (an assistant's), so a missing ``user_id`` is not refused yet."""
         model = client.get("model", self.base.model)
         if model not in self.allowed_models:
@@ -189,8 +198,9 @@ class ServerSettings:
 
     def for_app_run(self, run_context: object, config: Mapping[str, Any] | None) -> Context:
         """The settings of one run of an app's middleware or memory tools: the app's own, with the
-        pagefault fields the run's context carries (``client_values``), else the ``user_id`` /
-        ``agent_id`` of its ``configurable``, and the user from LangGraph auth where there is one."""
+        pagefault fields the run's context (``run_context``) carries (``client_values``), else the
+        ``user_id`` / ``agent_id`` of its ``configurable`` (in ``config``), and the user from
+        LangGraph auth where there is one."""
         client = client_values(run_context, self.base)
         conf = (config or {}).get("configurable") or {}
         for key in ("user_id", "agent_id"):

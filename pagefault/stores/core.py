@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langgraph.store.base import BaseStore
@@ -21,7 +21,7 @@ from pagefault.safety.guard import scan
 from pagefault.safety.redaction import redact
 from pagefault.stores import typed_core
 from pagefault.stores.cached_reads import cached_read
-from pagefault.stores.provenance import Provenance
+from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
 from pagefault.text.unicode import encodable
 
@@ -61,6 +61,11 @@ class CoreMemoryError(ValueError):
 
 @dataclass
 class CoreBlock:
+    """One section of core memory, as the prompt shows it: its ``label`` ('persona', 'human' or a
+    custom one), ``value`` (the text), character ``limit`` and ``description`` (what belongs in it);
+    ``log``, its latest edits with their provenance; ``schema``, a typed block's JSON schema (see
+    ``pagefault.stores.typed_core``), else None."""
+
     label: str
     value: str
     limit: int
@@ -70,9 +75,11 @@ class CoreBlock:
 
     @property
     def usage(self) -> str:
+        """How full the block is, as the prompt says it: '120/2000 chars'."""
         return f"{len(self.value)}/{self.limit} chars"
 
     def to_store(self) -> dict[str, Any]:
+        """The block as a store item's value (``from_store`` reads it back); the log keeps the latest edits."""
         return {"value": self.value, "limit": self.limit, "description": self.description,
                 "updated_at": time.time(), "log": list(self.log[-MAX_LOG:]),
                 **({"schema": self.schema} if self.schema else {})}
@@ -92,7 +99,7 @@ class CoreBlock:
             return cls(label, "", DEFAULT_BLOCK_LIMIT, "(malformed in the store; read as empty)")
         log = v.get("log")
         return cls(label, v["value"], int(v["limit"]), v.get("description") or "",
-                   tuple(e for e in log if isinstance(e, dict)) if isinstance(log, list) else (),
+                   tuple(shown_log_entry(e) for e in log if isinstance(e, dict)) if isinstance(log, list) else (),
                    v["schema"] if isinstance(v.get("schema"), dict) else None)
 
     def edited(self, value: str, op: str, provenance: Provenance) -> "CoreBlock":
@@ -111,7 +118,13 @@ class CoreBlock:
 
 
 class CoreMemory:
-    """The core blocks of one scope. ``persona`` and ``human`` always exist."""
+    """The core blocks of one scope. ``persona`` and ``human`` always exist.
+
+    ``store`` (a LangGraph ``BaseStore``) holds the blocks under ``scope``'s namespace. ``persona`` is
+    the persona block's text until something is written to it; ``block_limit``, the character limit
+    of the default blocks; ``redact_secrets``, whether secrets are removed from text before it is
+    written. A bad edit raises ``CoreMemoryError``.
+    """
 
     def __init__(self, store: BaseStore, scope: Scope, *, persona: str = "", block_limit: int = DEFAULT_BLOCK_LIMIT,
                  redact_secrets: bool = True):
@@ -135,6 +148,8 @@ class CoreMemory:
         return [found[k] for k in order]
 
     def get(self, label: str) -> CoreBlock:
+        """The block named ``label`` (a default block as it starts, if never written); a
+        ``CoreMemoryError`` naming the existing sections if there is none."""
         if not isinstance(label, str):
             raise CoreMemoryError("section must be a string")
         item = self.store.get(self.namespace, label) if _LABEL.fullmatch(label) else None
@@ -153,14 +168,13 @@ class CoreMemory:
         if provenance is not None and not isinstance(provenance, Provenance):
             raise CoreMemoryError("provenance must be a Provenance")
         p = provenance or Provenance()
-        return Provenance(p.thread_id, p.turn, p.message_id, p.source, time.time(),
-                          tuple(dict.fromkeys((*p.flags, *scan(text).rules))))
+        return replace(p, created_at=time.time(), flags=tuple(dict.fromkeys((*p.flags, *scan(text).rules))))
 
     def _clean(self, text: str) -> str:
         return redact(text).text if self.redact_secrets else text
 
     def append(self, label: str, text: str, *, provenance: Provenance | None = None) -> CoreBlock:
-        """Add ``text`` as a new line of the block; ``provenance`` says where it came from."""
+        """Add ``text`` as a new line of the block ``label``; ``provenance`` says where it came from."""
         _check_text(text)
         with edit_lock(self.store, *self.namespace, str(label)):  # no lost update between replicas
             return self._append(label, text, provenance)
@@ -179,7 +193,8 @@ class CoreMemory:
         return self._save(block.edited(new, "append", self._provenance(text, provenance)))
 
     def replace(self, label: str, old: str, new: str, *, provenance: Provenance | None = None) -> CoreBlock:
-        """Replace the first occurrence of ``old`` with ``new`` (empty ``new`` deletes)."""
+        """Replace the first occurrence of ``old`` with ``new`` in the block ``label`` (empty ``new``
+        deletes); ``provenance`` says where the edit came from."""
         if not isinstance(old, str) or not old:
             raise CoreMemoryError("old must be the exact, non-empty text to replace")
         if not isinstance(new, str):
@@ -203,8 +218,10 @@ class CoreMemory:
 
     def set_block(self, label: str, value: str = "", *, limit: int | None = None, description: str = "",
                   provenance: Provenance | None = None, schema: dict[str, Any] | None = None) -> CoreBlock:
-        """Create or overwrite a block (API use, so the source defaults to ``system``; the model edits via
-        append/replace)."""
+        """Create or overwrite the block ``label`` with ``value`` (API use, so the source defaults to
+        ``system``; the model edits via append/replace). ``limit``, ``description`` and ``schema``
+        (a JSON schema that makes it a typed block) keep the block's current ones when not given;
+        ``provenance`` says where the value came from."""
         if not isinstance(label, str) or not _LABEL.fullmatch(label):
             raise CoreMemoryError("section labels are 1-32 chars: a lowercase letter, then letters, digits or '_'")
         if not isinstance(value, str):

@@ -21,7 +21,7 @@ from pagefault.engines.locks import edit_lock
 from pagefault.safety.guard import scan
 from pagefault.safety.redaction import redact
 from pagefault.stores.cached_reads import cached_read
-from pagefault.stores.provenance import Provenance
+from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
 from pagefault.text.unicode import encodable
 
@@ -62,7 +62,7 @@ class Procedure:
         return cls(id_, v["text"] if isinstance(v.get("text"), str) else "",
                    v["kind"] if v.get("kind") in KINDS else "rule",
                    float(created) if isinstance(created, (int, float)) and not isinstance(created, bool) else 0.0,
-                   tuple(e for e in log if isinstance(e, dict)))
+                   tuple(shown_log_entry(e) for e in log if isinstance(e, dict)))
 
 
 def procedure_id(text: str) -> str:

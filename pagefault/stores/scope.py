@@ -22,7 +22,11 @@ def _check_id(kind: str, value: object) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """A user's memory as seen by one agent: the unit of isolation for every tier."""
+    """A user's memory as seen by one agent: the unit of isolation for every tier.
+
+    ``user_id`` and ``agent_id`` are non-empty strings of at most 256 characters, without control
+    characters (a ValueError otherwise).
+    """
 
     user_id: str
     agent_id: str = "default"

@@ -45,6 +45,11 @@ _lock = threading.Lock()
 
 @dataclass
 class MemoryServices:
+    """The external memory of one data directory (see the module docstring): ``embeddings`` (the
+    local MiniLM), the ``archival`` store and the ``recall`` index, the Chroma ``client`` they use,
+    and where they live (``data_dir``; ``chroma_url`` for a Chroma server, ``database_url`` for a
+    Postgres BM25 shadow, each '' when embedded). Get one with ``MemoryServices.open``."""
+
     data_dir: str
     embeddings: OfflineEmbeddings
     archival: ArchivalStore
