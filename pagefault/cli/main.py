@@ -105,10 +105,22 @@ class Session:
     def search(self, query: str, k: int = 5) -> list[str]:
         run = self.memory_run()
         svc, scope = run.services, run.scope
-        lines = [f"archival {r.id} (thread {r.provenance.thread_id or '-'}, turn {r.provenance.turn}): {quote(r.text)}"
-                 for r, _ in svc.archival.search(scope, query, k)]
-        lines += [f"recall thread {h.thread_id}, turn {h.turn}: {quote(h.text)}" for h in svc.recall.search(scope, query, k)]
+        lines = [f"archival {r.id} ({place(r.provenance.thread_id, r.provenance.turn, r.provenance.message_index)}): "
+                 f"{quote(r.text)}" for r, _ in svc.archival.search(scope, query, k)]
+        lines += [f"recall {place(h.thread_id, h.turn, h.message_index)}: {quote(h.text)}"
+                  for h in svc.recall.search(scope, query, k)]
         return lines
+
+
+def place(thread: str, turn: int, message_index: int) -> str:
+    """Where a search hit sits: ``thread t1, turn 1, message 5`` (the conversational turn, then the
+    message's position in the thread); ``turn ?`` for a record from before turns were counted."""
+    parts = [f"thread {thread or '-'}"]
+    if turn >= 0 or message_index >= 0:
+        parts.append(f"turn {turn}" if turn >= 0 else "turn ?")
+    if message_index >= 0:
+        parts.append(f"message {message_index}")
+    return ", ".join(parts)
 
 
 DEMO_FACTS = [

@@ -21,7 +21,10 @@ def add_replay_commands(sub: Any) -> None:
                        description="Time travel through the thread's checkpoints: the system prompt (core memory, "
                                    "procedures, summary as they were then) and the messages of one model call.")
     p.add_argument("--thread", required=True, help="thread id")
-    p.add_argument("--turn", required=True, type=int, help="turn number (a message position, as citations give it)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--turn", type=int, help="conversational turn, from 0 (a citation's turn)")
+    where.add_argument("--message", type=int, help="a message's position in the thread, from 0 (a citation's "
+                                                   "message_index): the turn that message belongs to")
     p.add_argument("--step", type=int, default=0, help="which model call of that turn, from 0 (default: the first)")
     p.add_argument("--user", default=None, help="check that the thread belongs to this user")
     p.add_argument("--agent", default="default", help="agent id (with --user)")
@@ -44,7 +47,7 @@ def run_replay_command(args: argparse.Namespace, out: Any = None) -> int:
         return 1
     with open_persistence(args.data_dir) as persistence:
         try:
-            call = replay(persistence.graph(), args.thread, args.turn, args.step)
+            call = replay(persistence.graph(), args.thread, args.turn, args.step, message_index=args.message)
         except ReplayError as e:
             print(f"pagefault: {e}", file=sys.stderr)
             return 1

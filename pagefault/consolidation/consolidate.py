@@ -45,7 +45,7 @@ from pagefault.engines.locks import edit_lock
 from pagefault.stores.archival import ArchivalStore, fact_lock
 from pagefault.stores.core import CoreBlock, CoreMemory
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit
-from pagefault.stores.provenance import Provenance
+from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
 from pagefault.stores.validity import OPEN, Validity
 from pagefault.text.terms import query_terms
@@ -166,19 +166,20 @@ class ModelJudge:
 
 
 def _merged_entry(h: Hit) -> dict[str, Any]:
-    m = h.metadata
-    return {"id": h.id, "text": h.text[:500], "thread_id": m.get("thread_id", ""), "turn": m.get("turn", -1),
-            "message_id": m.get("message_id", ""), "source": m.get("source", "agent"),
+    m, p = h.metadata, Provenance.from_metadata(h.metadata)
+    return {"id": h.id, "text": h.text[:500], "thread_id": m.get("thread_id", ""), "turn": p.turn,
+            "message_index": p.message_index, "message_id": m.get("message_id", ""), "source": m.get("source", "agent"),
             "created_at": m.get("created_at", 0.0), "valid_from": m.get("valid_from", m.get("created_at", 0.0))}
 
 
 def merged_from(metadata: dict[str, Any]) -> list[dict[str, Any]]:
-    """The provenance of every record folded into this one."""
+    """The provenance of every record folded into this one (``turn`` and ``message_index`` as in an
+    edit log: an entry folded before turns were counted has its message index as ``turn``, read so)."""
     try:
         got = json.loads(str(metadata.get("merged_from") or "[]"))
     except json.JSONDecodeError:
         return []
-    return got if isinstance(got, list) else []
+    return [shown_log_entry(e) if isinstance(e, dict) else e for e in got] if isinstance(got, list) else []
 
 
 class Consolidator:

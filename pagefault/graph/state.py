@@ -46,8 +46,12 @@ class InputState:
 class PagefaultState(InputState):
     """The main context (``messages``, ``summary``) and the counters that locate it in history.
 
-    Turn numbers are positions in the thread's full history: ``messages[i]`` is turn
-    ``evicted_count + i``. Evicted turns stay in recall and in earlier checkpoints.
+    Two numbers place a message in its thread. Its *message index* is its position in the thread's
+    full history: ``messages[i]`` is message ``evicted_count + i``; recall ids, ``evicted_count`` and
+    ``recall_indexed`` count messages. Its *turn* is the conversational turn, from 0: a user message
+    and every message up to the next one (``stores.recall.conversation_turns``), which
+    ``evicted_user_messages`` lets a node number past the evicted messages. Evicted messages stay in
+    recall and in earlier checkpoints.
     """
 
     summary: str = ""
@@ -55,7 +59,7 @@ class PagefaultState(InputState):
     evicted_count: int = 0
     """How many of the thread's oldest messages have been evicted from the window."""
     recall_indexed: int = 0
-    """Turns below this number are already in the recall index."""
+    """Messages below this message index are already in the recall index."""
     pressure_warned: bool = False
     """The one-shot memory-pressure warning has fired since the last compaction."""
     compactions: int = 0
@@ -67,3 +71,8 @@ class PagefaultState(InputState):
     system_prompt: str = ""
     """The system prompt of the last model call as it was sent: with the messages before that call, each
     checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""
+    evicted_user_messages: int = -1
+    """How many of the evicted messages are user messages: the turns that began before the window, so
+    ``messages[i]`` is in turn ``evicted_user_messages`` + (user messages in ``messages[: i + 1]``) - 1.
+    -1: not counted (a thread compacted before pagefault counted them; recall counts them then, see
+    ``window.run.users_before``). With nothing evicted it is 0, whatever it says."""

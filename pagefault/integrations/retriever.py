@@ -23,8 +23,14 @@ from pagefault.tools.handlers import MAX_TOP_K, ToolError, parse_time
 
 
 class ArchivalRetriever(BaseRetriever):
-    """Search one user's archival memory. ``k``, ``tags``, ``start`` and ``end`` may also be
-    given per call: ``retriever.invoke("query", k=3, tags=["work"])``."""
+    """Search one user's archival memory: a LangChain ``BaseRetriever`` whose documents are archival
+    records (their citation, tags and score in ``metadata``).
+
+    ``user_id`` and ``agent_id`` name the memory (its ``Scope``), ``data_dir`` where it lives (as
+    ``Context.data_dir``); ``k`` is how many records a search returns. ``k``, ``tags``, ``start``
+    and ``end`` may also be given per call: ``retriever.invoke("query", k=3, tags=["work"])``.
+    ``from_context`` builds one from a run's settings.
+    """
 
     user_id: str = "default"
     agent_id: str = "default"
@@ -46,6 +52,7 @@ class ArchivalRetriever(BaseRetriever):
 
     @property
     def scope(self) -> Scope:
+        """The memory searched: ``Scope(user_id, agent_id)``."""
         return Scope(self.user_id, self.agent_id)
 
     def _get_relevant_documents(

@@ -1,7 +1,10 @@
 """``pagefault inspect``: what one thread's main context holds, as a terminal chart.
 
 Tokens by segment against the window (with the warning and compaction lines), each core block's
-fill, and how much sits outside the window: evicted turns, recall entries and archival records.
+fill, and how much sits outside the window: evicted messages, recall entries and archival records.
+Messages are counted as messages and turns as conversational turns (a user message and what follows
+it), the numbers a search's hits carry as ``message_index`` and ``turn``; what recall holds of the
+thread is counted in the index itself, so it agrees with what a search can find.
 The segments are the accounting of the thread's last model call (which includes the app's own
 tools and prompt); a thread that never reached the model is measured as it stands.
 
@@ -13,11 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.messages import HumanMessage
+
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.persistence.embedded import EmbeddedPersistence
 from pagefault.stores.core import CoreBlock
 from pagefault.window.main_context import SEGMENTS
+from pagefault.window.run import users_before
 from pagefault.window.setup import AgentSetup
 
 BAR_WIDTH = 40
@@ -33,12 +39,20 @@ class Overview:
     measured: str
     """'last model call' or 'now' (the thread never reached the model)."""
     blocks: list[CoreBlock]
+    messages: int
+    """Messages in the thread's full history (message indexes run from 0 to ``messages - 1``)."""
     turns: int
+    """Conversational turns in the thread (turns run from 0 to ``turns - 1``)."""
     in_window: int
+    """Messages in the window."""
     compactions: int
     summary_chars: int
     recall_indexed: int
+    """The checkpoint's ``recall_indexed``: messages below this index were confirmed indexed at its last sync."""
     recall_entries: int
+    """Recall entries of the user, every thread."""
+    recall_thread_entries: int
+    """Messages of this thread in recall now (a search of the thread can find each of them)."""
     archival_records: int
 
     @property
@@ -65,6 +79,9 @@ def thread_overview(persistence: EmbeddedPersistence, ctx: Context, thread_id: s
     run = setup.open_run(ctx, persistence.store, {"configurable": {"thread_id": thread_id}})
     scope, svc = run.scope, run.services
     blocks = run.core.blocks()
+    users = users_before(svc.recall, scope, thread_id, state.evicted_count, state.evicted_user_messages)
+    users += sum(isinstance(m, HumanMessage) for m in state.messages)
+    messages = state.evicted_count + len(state.messages)
     archival = svc.archival.count(scope)
     tokens, measured = dict(state.tokens or {}), "last model call"
     if not tokens:
@@ -72,9 +89,10 @@ def thread_overview(persistence: EmbeddedPersistence, ctx: Context, thread_id: s
         measured = "now"
     return Overview(
         ctx=ctx, thread_id=thread_id, tokens=tokens, measured=measured, blocks=blocks,
-        turns=state.evicted_count + len(state.messages), in_window=len(state.messages),
+        messages=messages, turns=max(users, 1) if messages else 0, in_window=len(state.messages),
         compactions=state.compactions, summary_chars=len(state.summary), recall_indexed=state.recall_indexed,
-        recall_entries=svc.recall.count(scope), archival_records=archival,
+        recall_entries=svc.recall.count(scope), recall_thread_entries=svc.recall.thread_count(scope, thread_id),
+        archival_records=archival,
     )
 
 
@@ -111,9 +129,10 @@ def render_overview(ov: Overview) -> str:
         lines.append(f"  {b.label:<9}[{_bar(len(b.value), b.limit, 20)}] {len(b.value)}/{b.limit} chars")
     lines += [
         "",
-        f"thread: {ov.turns} turn(s); {ov.in_window} in the window, {ov.turns - ov.in_window} evicted "
-        f"in {ov.compactions} compaction(s); summary {ov.summary_chars} chars",
-        f"recall: {ov.recall_entries} entries for this user; turns below {ov.recall_indexed} of this thread indexed",
+        f"thread: {ov.messages} message(s) in {ov.turns} turn(s); {ov.in_window} message(s) in the window, "
+        f"{ov.messages - ov.in_window} evicted in {ov.compactions} compaction(s); summary {ov.summary_chars} chars",
+        f"recall: {ov.recall_entries} entries for this user; {ov.recall_thread_entries} of this thread's "
+        f"{ov.messages} message(s) indexed",
         f"archival: {ov.archival_records} record(s)",
     ]
     return "\n".join(lines)

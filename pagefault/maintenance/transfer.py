@@ -2,15 +2,20 @@
 
 An export carries the core blocks (with their JSON schemas, if typed), the learned procedures, every
 archival record with its id and provenance, and every
-thread of the user with its full message history (evicted turns included), its current window and
-its running summary. The recall index is not exported: it is derived from the threads and rebuilt
-from the imported checkpoints, as ``RecallIndex.rebuild`` always can.
+thread of the user with its full message history (evicted messages included), its current window and
+its running summary. Provenance says where in a thread a record came from twice: ``turn``, the
+conversational turn (a user message and what follows it, from 0), and ``message_index``, the
+message's position in the thread's history. A record stored before turns were counted gets its turn
+from the exported thread it names, where it can (-1 where it cannot). The recall index is not
+exported: it is derived from the threads and rebuilt from the imported checkpoints, as
+``RecallIndex.rebuild`` always can.
 
 Import goes into an empty store only, and refuses files that are malformed or were written by a
 newer pagefault, with a message that says which. Threads are written through the graph's own
-``update_state``: first the whole history (so evicted turns live in a checkpoint, as they did at
+``update_state``: first the whole history (so evicted messages live in a checkpoint, as they did at
 the source), then the window and summary as they stood. Recall hits therefore cite the imported
-checkpoints; everything else (ids, turns, texts, ranks) is as it was.
+checkpoints; everything else (ids, turns, message indexes, texts, ranks) is as it was. A file of
+schema version 2 or older knew only message indexes (its ``turn`` was one): import reads it so.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final, Iterator, Literal, Sequence, cast
 
-from langchain_core.messages import BaseMessage, RemoveMessage, messages_from_dict, messages_to_dict
+from langchain_core.messages import BaseMessage, HumanMessage, RemoveMessage, messages_from_dict, messages_to_dict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tqdm import tqdm
 
@@ -34,6 +39,8 @@ from pagefault.stores.core import CoreMemoryError
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText
 from pagefault.stores.index.protocols import Include
 from pagefault.stores.procedures import ProceduralMemory, Procedure, ProcedureError
+from pagefault.stores.provenance import log_position
+from pagefault.stores.recall import conversation_turns
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
 from pagefault.window.run import core_memory
@@ -41,11 +48,13 @@ from pagefault.window.run import core_memory
 FORMAT: Final = "pagefault-agent"
 #: The schema version this pagefault writes; it reads this version and older ones.
 #: 2: core blocks carry their JSON schema; procedures (learned rules) travel too.
-SCHEMA_VERSION = 2
+#: 3: provenance carries the conversational ``turn`` and the ``message_index`` (before, ``turn`` was the message index).
+SCHEMA_VERSION = 3
 #: Rows fetched from Chroma per page.
 PAGE = 500
 #: Archival metadata keys the schema carries as named fields; any other key travels in ``metadata``.
-_ARCHIVAL_KEYS = frozenset({"scope", "thread_id", "created_at", "kind", "turn", "message_id", "source"})
+_ARCHIVAL_KEYS = frozenset({"scope", "thread_id", "created_at", "kind", "turn", "conversation_turn", "message_id",
+                            "source"})
 
 
 class TransferError(ValueError):
@@ -78,7 +87,9 @@ class ProcedureRecord(_Strict):
 
 class ProvenanceRecord(_Strict):
     thread_id: str = ""
-    turn: int = -1
+    turn: int = Field(default=-1, description="The conversational turn of the source message, from 0 (-1: none or "
+                                                "not known). In files of schema version 2 or older: the message index.")
+    message_index: int = Field(default=-1, description="The source message's position in the thread (-1: none).")
     message_id: str = ""
     source: str = "agent"
     created_at: float
@@ -95,12 +106,13 @@ class ArchivalRecordOut(_Strict):
 
 class ThreadRecord(_Strict):
     thread_id: str = Field(min_length=1)
-    messages: list[dict[str, Any]] = Field(description="Every turn of the thread, oldest first (LangChain message dicts).")
-    window: list[dict[str, Any]] = Field(description="The messages in the main context now (turns evicted_count on).")
+    messages: list[dict[str, Any]] = Field(description="Every message of the thread, oldest first (LangChain message "
+                                                       "dicts); a message's index here is its message_index.")
+    window: list[dict[str, Any]] = Field(description="The messages in the main context now (messages evicted_count on).")
     summary: str = ""
     evicted_count: int = Field(default=0, ge=0)
     compactions: int = Field(default=0, ge=0)
-    recall_indexed: int = Field(default=0, ge=0, description="Turns below this were in the recall index.")
+    recall_indexed: int = Field(default=0, ge=0, description="Messages below this index were in the recall index.")
     pressure_warned: bool = False
     tokens: dict[str, Any] = Field(default_factory=dict)
 
@@ -157,7 +169,7 @@ def scope_threads(services: MemoryServices, scope: Scope) -> list[str]:
 
 
 def thread_history(checkpointer: Any, thread_id: str) -> tuple[list[BaseMessage], dict[str, Any]] | None:
-    """Every turn of a thread (the first, untruncated version of each) and its latest channel values."""
+    """Every message of a thread (the first, untruncated version of each) and its latest channel values."""
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     turns: dict[int, BaseMessage] = {}
     latest: dict[str, Any] | None = None
@@ -172,7 +184,7 @@ def thread_history(checkpointer: Any, thread_id: str) -> tuple[list[BaseMessage]
     end = int(latest.get("evicted_count", 0) or 0) + len(latest.get("messages", []) or [])
     missing = [t for t in range(end) if t not in turns]
     if missing:
-        raise TransferError(f"thread {thread_id!r}: turns {missing[:5]} are in no checkpoint; its history is incomplete")
+        raise TransferError(f"thread {thread_id!r}: messages {missing[:5]} are in no checkpoint; its history is incomplete")
     return [turns[t] for t in range(end)], latest
 
 
@@ -180,7 +192,11 @@ def thread_history(checkpointer: Any, thread_id: str) -> tuple[list[BaseMessage]
 
 def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context | None = None,
                  progress: bool = True) -> dict[str, Any]:
-    """One user's agent as a JSON-ready dict (see ``AgentExport``)."""
+    """One user's agent as a JSON-ready dict (see ``AgentExport``): the memory of ``scope`` in
+    ``persistence`` (its core blocks, procedures, archival records and threads; recall is derived
+    from the threads, so ``import_agent`` rebuilds it). ``ctx``: the
+    settings to read core memory with (persona, block limit; default: the scope's, in that data
+    directory); ``progress`` shows progress bars on stderr."""
     ctx = ctx or Context(user_id=scope.user_id, agent_id=scope.agent_id, data_dir=persistence.data_dir)
     svc = MemoryServices.open(persistence.data_dir)
     core = core_memory(persistence.store, ctx)
@@ -199,18 +215,20 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
             extra = {k: v for k, v in meta.items() if k not in _ARCHIVAL_KEYS and not k.startswith(TAG_PREFIX)}
             archival.append(ArchivalRecordOut(
                 id=rec.id, text=rec.text, tags=list(rec.tags), metadata=extra,
-                provenance=ProvenanceRecord(thread_id=p.thread_id, turn=p.turn, message_id=p.message_id,
-                                            source=p.source, created_at=p.created_at)))
+                provenance=ProvenanceRecord(thread_id=p.thread_id, turn=p.turn, message_index=p.message_index,
+                                            message_id=p.message_id, source=p.source, created_at=p.created_at)))
             bar.update()
     archival.sort(key=lambda r: (r.provenance.created_at, r.id))
 
     threads = []
+    turns: dict[str, list[int]] = {}  # the conversational turn of each message, by thread
     ids = scope_threads(svc, scope)
     with _bar(len(ids), "threads", "thread", progress) as bar:
         for tid in ids:
             found = thread_history(persistence.checkpointer, tid)
             if found is not None:
                 history, values = found
+                turns[tid] = conversation_turns(history)
                 threads.append(ThreadRecord(
                     thread_id=tid, messages=_dump(history, tid), window=_dump(values.get("messages") or [], tid),
                     summary=values.get("summary", "") or "", evicted_count=int(values.get("evicted_count", 0) or 0),
@@ -218,6 +236,7 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
                     recall_indexed=int(values.get("recall_indexed", 0) or 0),
                     pressure_warned=bool(values.get("pressure_warned", False)), tokens=dict(values.get("tokens") or {})))
             bar.update()
+    _number_turns(archival, procedures, turns)
 
     doc = AgentExport(
         format=FORMAT, version=SCHEMA_VERSION, exported_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -225,6 +244,34 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
         core=blocks, procedures=procedures, archival=archival, threads=threads,
     )
     return doc.model_dump(mode="json")
+
+
+def _number_turns(archival: Sequence[ArchivalRecordOut], procedures: Sequence[ProcedureRecord],
+                  turns: dict[str, list[int]]) -> None:
+    """Give records that know only their message index (stored before turns were counted) their turn,
+    from the thread they name when it is in the file (``turns``: each message's turn, by thread)."""
+
+    def turn_of(thread: Any, index: int) -> int:
+        known = turns.get(thread) if isinstance(thread, str) else None
+        return known[index] if known is not None and 0 <= index < len(known) else -1
+
+    for r in archival:
+        p = r.provenance
+        if p.turn < 0 and p.message_index >= 0:
+            p.turn = turn_of(p.thread_id, p.message_index)
+    for proc in procedures:
+        for i, e in enumerate(proc.log):
+            turn, index = log_position(e)
+            if turn < 0 and index >= 0:
+                proc.log[i] = {**e, "turn": turn_of(e.get("thread_id"), index), "message_index": index}
+
+
+def _upgrade(doc: AgentExport) -> None:
+    """A file of schema version 2 or older: its provenance ``turn`` was the message index."""
+    for r in doc.archival:
+        r.provenance.message_index, r.provenance.turn = r.provenance.turn, -1
+    turns = {t.thread_id: conversation_turns(_load(t.messages, f"thread {t.thread_id!r}")) for t in doc.threads}
+    _number_turns(doc.archival, doc.procedures, turns)
 
 
 def _dump(messages: Sequence[BaseMessage], thread_id: str) -> list[dict[str, Any]]:
@@ -267,6 +314,8 @@ def parse_export(data: str | bytes | dict[str, Any], source: str = "the file") -
         raise TransferError(f"{source} is malformed: {e}") from e
     for t in doc.threads:
         _check_thread(t, source)
+    if v < 3:
+        _upgrade(doc)
     return doc
 
 
@@ -281,14 +330,14 @@ def _check_thread(t: ThreadRecord, source: str) -> None:
     where = f"{source}, thread {t.thread_id!r}"
     history, window = _load(t.messages, where), _load(t.window, where)
     if len(window) != len(history) - t.evicted_count:
-        raise TransferError(f"{where} is malformed: {len(history)} turns with {t.evicted_count} evicted leave "
+        raise TransferError(f"{where} is malformed: {len(history)} messages with {t.evicted_count} evicted leave "
                             f"{len(history) - t.evicted_count} in the window, but the window holds {len(window)}")
     if t.recall_indexed > len(history):
-        raise TransferError(f"{where} is malformed: recall_indexed {t.recall_indexed} is past its {len(history)} turns")
+        raise TransferError(f"{where} is malformed: recall_indexed {t.recall_indexed} is past its {len(history)} messages")
     if not all(m.id for m in history):
         raise TransferError(f"{where} is malformed: every message needs an id")
     if [m.id for m in window] != [m.id for m in history[t.evicted_count:]]:
-        raise TransferError(f"{where} is malformed: the window is not the thread's last {len(window)} turns")
+        raise TransferError(f"{where} is malformed: the window is not the thread's last {len(window)} messages")
 
 
 def _check_empty(persistence: EmbeddedPersistence, svc: MemoryServices, doc: AgentExport) -> None:
@@ -314,7 +363,11 @@ def _check_empty(persistence: EmbeddedPersistence, svc: MemoryServices, doc: Age
 
 def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str, Any] | AgentExport, *,
                  progress: bool = True, source: str = "the file") -> AgentExport:
-    """Recreate an exported agent in an empty store: core, archival (same ids), threads, recall."""
+    """Recreate an exported agent in an empty store: core, archival (same ids), threads, recall.
+
+    ``data`` is an export (its JSON text, the parsed dict, or an ``AgentExport``), written into
+    ``persistence``, whose memory of that scope must be empty. ``progress`` shows progress bars on
+    stderr; ``source`` names the data in a ``TransferError`` (a file's path). Returns the export."""
     doc = data if isinstance(data, AgentExport) else parse_export(data, source)
     scope = doc.scope
     svc = MemoryServices.open(persistence.data_dir)
@@ -340,7 +393,8 @@ def import_agent(persistence: EmbeddedPersistence, data: str | bytes | dict[str,
             svc.archival.index.upsert([
                 IndexedText(id=r.id, text=r.text, scope=scope.key, thread_id=r.provenance.thread_id,
                             created_at=r.provenance.created_at, tags=tuple(r.tags),
-                            metadata={**r.metadata, "kind": "archival", "turn": r.provenance.turn,
+                            metadata={**r.metadata, "kind": "archival", "turn": r.provenance.message_index,
+                                      "conversation_turn": r.provenance.turn,
                                       "message_id": r.provenance.message_id, "source": r.provenance.source,
                                       **_guard_metadata(r)})
                 for r in batch])
@@ -365,9 +419,9 @@ def _guard_metadata(r: ArchivalRecordOut) -> dict[str, Any]:
 def _write_thread(graph: Any, persistence: EmbeddedPersistence, scope: Scope, t: ThreadRecord) -> None:
     history, window = messages_from_dict(t.messages), messages_from_dict(t.window)
     config = {"configurable": {"thread_id": t.thread_id}}
-    # First the whole history, so evicted turns live in a checkpoint as at the source ...
+    # First the whole history, so evicted messages live in a checkpoint as at the source ...
     config = graph.update_state(config, {"messages": history}, as_node="reason")
-    # ... then the window as it stood: evicted turns removed, truncated copies in place, the summary.
+    # ... then the window as it stood: evicted messages removed, truncated copies in place, the summary.
     evicted = history[:t.evicted_count]
     changed = [w for w, h in zip(window, history[t.evicted_count:]) if w != h]
     graph.update_state(config, {
@@ -375,12 +429,14 @@ def _write_thread(graph: Any, persistence: EmbeddedPersistence, scope: Scope, t:
         # gives any message without one its id.
         "messages": [RemoveMessage(id=cast(str, m.id)) for m in evicted] + changed,
         "summary": t.summary, "evicted_count": t.evicted_count, "compactions": t.compactions,
+        "evicted_user_messages": sum(isinstance(m, HumanMessage) for m in evicted),
         "pressure_warned": t.pressure_warned, "recall_indexed": t.recall_indexed, "tokens": t.tokens,
     }, as_node="reason")
     # Recall holds what it held at the source (the next turn indexes the rest, as it would have
-    # there), citing the checkpoint that now holds those turns.
+    # there), citing the checkpoint that now holds those messages, each with its turn.
     recall = MemoryServices.open(persistence.data_dir).recall
-    recall.add(scope, t.thread_id, list(enumerate(history[:t.recall_indexed])), config["configurable"]["checkpoint_id"])
+    recall.add(scope, t.thread_id, list(enumerate(history[:t.recall_indexed])), config["configurable"]["checkpoint_id"],
+               turns=dict(enumerate(conversation_turns(history))))
 
 
 def write_export(doc: dict[str, Any], out: Any) -> None:

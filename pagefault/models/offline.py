@@ -103,6 +103,7 @@ class OfflineChatModel(BaseChatModel):
     stop: list[str] | None = None
     """Replies end before the first of these."""
     streaming: bool = False
+    """Whether ``invoke`` streams internally (LangChain's flag); the reply is the same either way."""
 
     @property
     def _llm_type(self) -> str:
@@ -110,10 +111,12 @@ class OfflineChatModel(BaseChatModel):
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
+        """True: LangChain's ``dumpd`` / ``dumps`` may serialize the model (under ``get_lc_namespace``)."""
         return True
 
     @classmethod
     def get_lc_namespace(cls) -> list[str]:
+        """Where LangChain's serializer finds the class: ``pagefault.models.offline``."""
         return ["pagefault", "models", "offline"]
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
@@ -128,6 +131,9 @@ class OfflineChatModel(BaseChatModel):
         return params
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any):
+        """The model with ``tools`` (LangChain tools, functions or OpenAI tool dicts) bound, as any
+        chat model's ``bind_tools``. ``tool_choice``: ``"any"`` or a tool's name forces a call to it
+        (see the module docstring); ``kwargs`` are bound as well."""
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
@@ -384,8 +390,18 @@ def _best_hit(question: str, hits: list[dict[str, Any]]) -> dict[str, Any] | Non
     return candidates[0][6]
 
 
+def _where(hit: dict[str, Any]) -> str:
+    """A hit's place in its thread: its conversational turn, or (a record from before turns were
+    counted) the message's position."""
+    turn, message = hit.get("turn", -1), hit.get("message_index", -1)
+    if isinstance(turn, int) and turn >= 0:
+        return f"turn {turn}"
+    return f"message {message}" if isinstance(message, int) and message >= 0 else ""
+
+
 def _citation_text(hit: dict[str, Any]) -> str:
+    where = _where(hit)
     if hit["source"] == "archival":
-        where = f", from thread {hit['thread_id']} turn {hit['turn']}" if hit.get("thread_id") else ""
-        return f"[archival {hit['id']}{where}]"
-    return f"[thread {hit['thread_id']}, turn {hit['turn']}]"
+        at = f", from thread {hit['thread_id']}" + (f" {where}" if where else "") if hit.get("thread_id") else ""
+        return f"[archival {hit['id']}{at}]"
+    return f"[thread {hit['thread_id']}" + (f", {where}" if where else "") + "]"

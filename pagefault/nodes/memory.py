@@ -55,7 +55,7 @@ def make_memory(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
         done = answered_ids(state)
         todo = [Request(tc["id"] or "", tc["name"], tc["args"]) for tc in ai.tool_calls
                 if tc["name"] not in setup.user_tool_names and tc["id"] not in done]
-        reviewed = Reviewed(run.memory_call(state.messages, state.evicted_count), todo)
+        reviewed = Reviewed(run.memory_call(state.messages, state.evicted_count, state.evicted_user_messages), todo)
         out = []
         for request in todo:
             try:

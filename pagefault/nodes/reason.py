@@ -49,7 +49,8 @@ def make_reason(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
             **claim,
         }
         if not state.tokens:  # first turn of the thread: make every field visible in the state
-            update.update(summary=state.summary, evicted_count=state.evicted_count, compactions=state.compactions)
+            update.update(summary=state.summary, evicted_count=state.evicted_count, compactions=state.compactions,
+                          evicted_user_messages=0 if state.evicted_count == 0 else state.evicted_user_messages)
         return update
 
     return reason

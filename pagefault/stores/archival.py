@@ -80,6 +80,12 @@ def check_search(query: object, top_k: object, start: object = None, end: object
 
 @dataclass
 class ArchivalRecord:
+    """One archival memory, as an insert, a get or a search returns it: its ``id``, ``text`` (secrets
+    redacted), ``tags`` and ``provenance``; ``created`` (False when the insert found it already
+    stored); its ``validity`` (when it was true and whether something superseded it) and
+    ``fact_key`` (the subject and attribute it states, '' if none); ``merged_from`` (duplicates
+    consolidation folded into it) and ``guard_version`` (the guard that made its flags)."""
+
     id: str
     text: str
     tags: tuple[str, ...]
@@ -92,9 +98,12 @@ class ArchivalRecord:
     guard_version: str = ""
 
     def citation(self) -> dict[str, Any]:
+        """Where the record came from: ``turn`` is the conversational turn of its source message and
+        ``message_index`` that message's position in the thread (-1: none, or not known)."""
         p = self.provenance
         return {"source": "archival", "id": self.id, "thread_id": p.thread_id, "turn": p.turn,
-                "created_at": p.created_at, "origin": p.source, "flagged": p.flagged}
+                "message_index": p.message_index, "created_at": p.created_at, "origin": p.source,
+                "flagged": p.flagged}
 
 
 def record_from_hit(hit: Hit) -> ArchivalRecord:
@@ -146,7 +155,12 @@ class _Pending:
 
 
 class ArchivalStore:
-    """Insert and hybrid-search archival records of one or many scopes."""
+    """Insert and hybrid-search archival records of one or many scopes.
+
+    ``index`` holds the records (a Chroma collection and its BM25 shadow); ``journal_path``, when
+    given, is the file of a write-behind journal for deferred inserts (the embedded setup's; see
+    ``insert``). ``MemoryServices.open`` builds one; most code uses ``services.archival``.
+    """
 
     def __init__(self, index: HybridIndex, *, journal_path: str | None = None) -> None:
         self._index = index
@@ -365,8 +379,11 @@ class ArchivalStore:
         as_of: float | None = None,
         include_superseded: bool = False,
     ) -> list[tuple[ArchivalRecord, float]]:
-        """Hybrid search; by default only records still current. ``as_of`` (epoch seconds): records that
-        were true then, superseded or not; ``include_superseded``: every record, as before validity."""
+        """Hybrid search of ``scope``'s records for ``query``: the best ``top_k`` (record, score) pairs,
+        best first; by default only records still current. ``tags``: only records with all of these;
+        ``start`` / ``end`` (epoch seconds): only records created in that span. ``as_of`` (epoch
+        seconds): records that were true then, superseded or not; ``include_superseded``: every
+        record, as before validity."""
         check_search(query, top_k, start, end)
         if as_of is not None and (isinstance(as_of, bool) or not isinstance(as_of, (int, float))
                                   or as_of != as_of or abs(as_of) > 1e11):
@@ -379,6 +396,8 @@ class ArchivalStore:
         return [(record_from_hit(h), h.score) for h in hits]
 
     def get(self, scope: Scope, record_id: str) -> ArchivalRecord | None:
+        """The record with id ``record_id`` if ``scope`` owns it, else None (a record of another
+        scope is never returned)."""
         if not isinstance(record_id, str) or not record_id:
             return None
         hits = self.index.get([record_id])

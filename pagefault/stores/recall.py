@@ -1,8 +1,12 @@
 """Conversation recall: every message of every thread, evicted ones included, searchable.
 
 The checkpointer is the source of truth. This index is derived from it: messages are indexed as
-they appear in saved checkpoints, each with its thread, turn and the checkpoint that holds it,
-and ``rebuild`` recreates the whole index by walking a thread's checkpoint history.
+they appear in saved checkpoints, each with its thread, its position in the thread (the message
+index: the entry's id and its stored ``turn`` key), its conversational turn (stored as
+``conversation_turn``; see ``conversation_turns``) and the checkpoint that holds it, and ``rebuild``
+recreates the whole index by walking a thread's checkpoint history. An entry written before
+turns were counted has no ``conversation_turn``: its hits say turn -1 (not known) and still carry
+their message index; ``rebuild`` gives them one.
 
 Search looks at each turn twice: alone, and as a *unit* with the turns before and after it in the
 same thread (an answer often only makes sense next to its question). Four signals are fused (BM25
@@ -18,7 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -53,7 +57,46 @@ _FLAG_SEP = "\x1f"
 
 
 def recall_id(scope: Scope, thread_id: str, turn: int) -> str:
+    """The id of a thread's message in recall; ``turn`` is its message index (the name is older than
+    conversational turns, and the ids must stay as they were)."""
     return "rec-" + hashlib.sha256(f"{scope.key}\x00{thread_id}\x00{turn}".encode()).hexdigest()[:24]
+
+
+def conversation_turns(messages: Iterable[BaseMessage], users_before: int = 0) -> list[int]:
+    """The conversational turn of each message, from 0: a user message begins a turn, and every message
+    up to the next user message belongs to it; messages before a thread's first user message belong to
+    turn 0. ``users_before``: how many user messages the thread had before ``messages`` begin."""
+    out, users = [], users_before
+    for m in messages:
+        users += isinstance(m, HumanMessage)
+        out.append(max(users - 1, 0))
+    return out
+
+
+class HistoryTurns:
+    """Numbers the messages of a thread's checkpoints, read oldest first, by conversational turn.
+
+    A checkpoint's window starts at message ``evicted_count``; the user messages before it are the
+    checkpoint's ``evicted_user_messages`` when it counted them, else those of the earlier checkpoints
+    (which held the evicted messages), so checkpoints from before turns were counted number right too.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[int, bool] = {}  # message index -> is a user message (first version seen)
+        self._users = [0]  # _users[k]: user messages among messages 0..k-1, while every one was seen
+
+    def turns(self, values: Mapping[str, Any]) -> list[int] | None:
+        """The turn of each message of one checkpoint's ``channel_values``; None if it cannot be known."""
+        messages: Sequence[BaseMessage] = values.get("messages", []) or []
+        offset = int(values.get("evicted_count", 0) or 0)
+        for i, m in enumerate(messages):
+            self._seen.setdefault(offset + i, isinstance(m, HumanMessage))
+        while len(self._users) - 1 in self._seen:
+            self._users.append(self._users[-1] + self._seen[len(self._users) - 1])
+        counted = values.get("evicted_user_messages")
+        base = (0 if offset == 0 else counted if type(counted) is int and counted >= 0
+                else self._users[offset] if offset < len(self._users) else None)
+        return None if base is None else conversation_turns(messages, base)
 
 
 def speaker(message: BaseMessage) -> str:
@@ -118,8 +161,14 @@ def stored_flags(meta: dict[str, Any]) -> tuple[str, ...] | None:
 
 @dataclass
 class RecallHit:
+    """One past message that a recall search found: its ``thread_id`` and place there
+    (``message_index``, ``turn``), ``role`` and ``text``, its LangChain ``message_id`` and the
+    ``checkpoint_id`` that holds it, its ``score`` (higher is better); ``external_id`` (the id an
+    imported message had in its source history, '' otherwise) and ``flags`` (see below)."""
+
     thread_id: str
-    turn: int
+    #: The message's position in the thread's full history (what its recall id is made of).
+    message_index: int
     role: str
     text: str
     message_id: str
@@ -128,9 +177,13 @@ class RecallHit:
     external_id: str = ""
     #: The guard's stored verdict (rule labels), or None if it must be made afresh.
     flags: tuple[str, ...] | None = None
+    #: The conversational turn of the message, from 0 (-1: indexed before turns were counted).
+    turn: int = -1
 
     def citation(self) -> dict[str, Any]:
-        c = {"source": "recall", "thread_id": self.thread_id, "turn": self.turn,
+        """Where the message is, as a tool result cites it: thread, turn, message index, checkpoint
+        and message ids (and the imported message's id, if any)."""
+        c = {"source": "recall", "thread_id": self.thread_id, "turn": self.turn, "message_index": self.message_index,
              "checkpoint_id": self.checkpoint_id, "message_id": self.message_id}
         if self.external_id:
             c["external_id"] = self.external_id
@@ -149,14 +202,19 @@ def _bookkeeping(message: BaseMessage) -> bool:
 
 
 class RecallIndex:
-    """Hybrid index of past turns, keyed by (scope, thread, turn)."""
+    """Hybrid index of past turns, keyed by (scope, thread, turn).
+
+    ``index`` holds one entry per message; ``units``, the same ids with each message's text between
+    its neighbours', so a search also finds a message by its context. ``MemoryServices.open``
+    builds one; most code uses ``services.recall``.
+    """
 
     def __init__(self, index: HybridIndex, units: HybridIndex) -> None:
         self.index = index  # one entry per turn
         self.units = units  # the same ids, text = previous + this + next turn of the thread
         # Turns are indexed off the turn path (see ``recall_writer``); reads below wait for it.
         self.writer = RecallWriter(
-            lambda scope, thread, entries, cps: self.add(scope, thread, entries, "", checkpoints=cps),
+            lambda scope, thread, entries, cps, turns: self.add(scope, thread, entries, "", checkpoints=cps, turns=turns),
             background=background_embedding, prepare=self._embed_ahead,
         )
         self._recent: OrderedDict[tuple[str, str], dict[int, tuple[str, np.ndarray, float]]] = OrderedDict()
@@ -171,9 +229,11 @@ class RecallIndex:
         created_at: float | None = None,
         *,
         checkpoints: dict[int, str] | None = None,
+        turns: Mapping[int, int] | None = None,
     ) -> int:
-        """Index (turn, message) pairs that live in ``checkpoint_id`` (or, per turn, in
-        ``checkpoints``); idempotent."""
+        """Index (message index, message) pairs that live in ``checkpoint_id`` (or, per message, in
+        ``checkpoints``); idempotent. ``turns`` gives each message's conversational turn by message index
+        (see ``conversation_turns``); an entry without one is stored without, as before turns were counted."""
         if not isinstance(scope, Scope) or not isinstance(thread_id, str) or not isinstance(checkpoint_id, str):
             raise ValueError("scope must be a Scope, thread_id and checkpoint_id strings")
         check_unicode(thread_id, "thread_id")
@@ -181,7 +241,7 @@ class RecallIndex:
         entries = list(entries)
         if not all(isinstance(e, tuple) and len(e) == 2 and type(e[0]) is int and e[0] >= 0
                    and isinstance(e[1], BaseMessage) for e in entries):
-            raise ValueError("entries must be (turn, message) pairs: a turn >= 0 and a LangChain message")
+            raise ValueError("entries must be (message index, message) pairs: an index >= 0 and a LangChain message")
         now = time.time() if created_at is None else created_at
         items = []
         for turn, msg in entries:
@@ -195,6 +255,7 @@ class RecallIndex:
                 metadata={"kind": "recall", "turn": turn, "role": msg.type, "message_id": msg.id or "",
                           "checkpoint_id": (checkpoints or {}).get(turn, checkpoint_id) or "",
                           "external_id": str(meta.get("external_id", "")),
+                          **({"conversation_turn": int(turns[turn])} if turns and turn in turns else {}),
                           **guard_stamp(text)},
             ))
         vectors = self._vectors(scope, thread_id, items, [m for t, m in entries if not _truncated(m)])
@@ -294,8 +355,12 @@ class RecallIndex:
         self, scope: Scope, query: str, top_k: int = 5, *, thread_id: str | None = None,
         start: float | None = None, end: float | None = None, window: tuple[str, int] | None = None,
     ) -> list[RecallHit]:
-        """``window`` = (thread, first turn): the caller's context window holds that thread from that turn
-        on, so the search does not wait for those turns to be indexed (they may be missing from the hits)."""
+        """The ``top_k`` past messages of ``scope`` that best match ``query``, best first: of one thread
+        if ``thread_id`` is given, and only those written from ``start`` to ``end`` (epoch seconds).
+
+        ``window`` = (thread, first message index): the caller's context window holds that thread from
+        that message on, so the search does not wait for those messages to be indexed (they may be missing
+        from the hits)."""
         check_search(query, top_k, start, end, thread_id)
         self.writer.flush(in_window=(scope, window[0], window[1]) if window is not None else None)
         n = max(CANDIDATES, top_k)
@@ -328,23 +393,46 @@ class RecallIndex:
             text, m = docs[i]
             out.append(RecallHit(m.get("thread_id", ""), int(m.get("turn", -1)), m.get("role", ""), text,
                                  m.get("message_id", ""), m.get("checkpoint_id", ""), boosted[i],
-                                 m.get("external_id", ""), stored_flags(m)))
+                                 m.get("external_id", ""), stored_flags(m), int(m.get("conversation_turn", -1))))
         return out
 
     def count(self, scope: Scope) -> int:
+        """Messages of ``scope`` in the index, every thread, after the background writer has written
+        what it holds."""
         self.writer.flush()
         return self.index.count(scope.key)
 
+    def _thread_ids(self, scope: Scope, thread_id: str, *clauses: dict[str, Any]) -> list[str]:
+        where = {"$and": [{"scope": scope.key}, {"thread_id": thread_id}, *clauses]}
+        return list(self.index.collection.get(where=where, include=[])["ids"])
+
+    def thread_count(self, scope: Scope, thread_id: str) -> int:
+        """How many messages of one thread are in recall (what a search of the thread can find)."""
+        self.writer.flush()
+        return len(self._thread_ids(scope, thread_id))
+
+    def user_messages_before(self, scope: Scope, thread_id: str, message_index: int) -> int:
+        """How many of a thread's messages below ``message_index`` are user messages, counted in recall:
+        for a thread compacted before its state counted them. Evicted messages were indexed before they
+        left the window, so this need not wait for the writer."""
+        if message_index <= 0:
+            return 0
+        return len(self._thread_ids(scope, thread_id, {"role": "human"}, {"turn": {"$lt": int(message_index)}}))
+
     def rebuild(self, checkpointer: Any, scope: Scope, thread_id: str) -> int:
-        """Re-derive this thread's recall entries from its checkpoint history (oldest first)."""
+        """Re-derive this thread's recall entries from its checkpoint history (oldest first), each with
+        its conversational turn (also for entries indexed before turns were counted)."""
         config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
         seen: set[int] = set()
+        numbering = HistoryTurns()
         total = 0
         for tup in reversed(list(checkpointer.list(config))):
             values = tup.checkpoint.get("channel_values", {})
             messages: Sequence[BaseMessage] = values.get("messages", []) or []
             offset = int(values.get("evicted_count", 0) or 0)
+            numbered = numbering.turns(values)
             new = [(offset + i, m) for i, m in enumerate(messages) if offset + i not in seen]
             seen.update(t for t, _ in new)
-            total += self.add(scope, thread_id, new, tup.checkpoint["id"])
+            turns = None if numbered is None else {offset + i: t for i, t in enumerate(numbered)}
+            total += self.add(scope, thread_id, new, tup.checkpoint["id"], turns=turns)
         return total

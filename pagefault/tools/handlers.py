@@ -7,13 +7,17 @@ user's memory. Every bad argument becomes a ``ToolError`` whose message the mode
 Search results reach the model as quoted data: inside ``<memory_results>`` tags, one hit per
 entry with its provenance (origin, thread, turn, time) and its text as a JSON string literal, with
 hits the poisoning guard flagged marked ``trust=FLAGGED``. The system prompt explains the form.
+
+``turn`` is the conversational turn (a user message and what follows it, counted from 0) and
+``message`` the message's position in the thread; ``-`` where a record does not know it (written
+before turns were counted, or not from a thread). Citations carry them as ``turn`` and ``message_index``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, TypeVar
 
@@ -51,7 +55,7 @@ class MemoryCall:
 
     scope: Scope
     thread_id: str
-    turn: int
+    turn: int  # the conversational turn of the user message the call answers (-1: none)
     message_id: str
     core: CoreMemory
     archival: ArchivalStore
@@ -62,12 +66,15 @@ class MemoryCall:
     redact_secrets: bool = True
     origins: Origins = field(default_factory=Origins)
     approved: bool = False  # a person approved this (core) edit
-    #: First turn of the thread's context window: recall need not wait for turns the model sees.
+    #: Message index where the thread's context window starts: recall need not wait for messages the model sees.
     window_start: int | None = None
+    #: Message index of the user message the call answers (-1: none).
+    message_index: int = -1
 
     def provenance(self, text: str) -> Provenance:
         """Provenance of a write made in this call, its source attributed from what the turn read."""
-        return Provenance(self.thread_id, self.turn, self.message_id, self.origins.attribute(text), time.time())
+        return Provenance(self.thread_id, self.turn, self.message_id, self.origins.attribute(text), time.time(),
+                          message_index=self.message_index)
 
 
 @dataclass
@@ -196,6 +203,11 @@ def _archival_flags(call: MemoryCall, rec: ArchivalRecord) -> tuple[str, ...]:
     return hit_flags(call, rec.text, rec.provenance.flags)
 
 
+def position(turn: int, message_index: int) -> str:
+    """Where a hit sits in its thread, as results show it: ``turn=1 message=5`` (``-``: not known)."""
+    return f"turn={turn if turn >= 0 else '-'} message={message_index if message_index >= 0 else '-'}"
+
+
 def trust_label(flags: tuple[str, ...] | list[str]) -> str:
     return f"FLAGGED({', '.join(flags)})" if flags else "trusted"
 
@@ -241,9 +253,9 @@ def _edit_provenance(call: MemoryCall, text: str) -> Provenance:
     if not reasons:
         return prov
     if call.approved:
-        return Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at, ("approved",))
+        return replace(prov, flags=("approved",))
     if call.untrusted_core_edits == "allow":
-        return Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at, ("untrusted",))
+        return replace(prov, flags=("untrusted",))
     raise ToolError("core memory edit refused: it comes from untrusted content (" + "; ".join(reasons) + "). Core "
                     "memory is in every prompt, so untrusted text goes there only with a person's approval; keep "
                     "it in archival memory if it is worth keeping.")
@@ -289,8 +301,7 @@ def procedure_update(call: MemoryCall, args: ProcedureUpdate) -> ToolResult:
             raise ToolError("procedure refused: it comes from untrusted content (" + "; ".join(reasons) + "). Rules "
                             "are in every prompt, so untrusted text becomes one only with a person's approval.")
         if reasons:
-            prov = Provenance(prov.thread_id, prov.turn, prov.message_id, prov.source, prov.created_at,
-                              ("approved",) if call.approved else ("untrusted",))
+            prov = replace(prov, flags=("approved",) if call.approved else ("untrusted",))
         proc = memory.add(args.add, kind=args.kind, provenance=prov)
     except ProcedureError as e:
         raise ToolError(str(e)) from e
@@ -339,7 +350,7 @@ def archival_memory_search(call: MemoryCall, args: ArchivalSearch) -> ToolResult
                                     "superseded_by": r.validity.superseded_by or None}
         valid = "" if r.validity is None or not r.fact_key else (
             f" valid={_iso(r.validity.valid_from)}.." + ("now" if r.validity.valid_to >= OPEN else _iso(r.validity.valid_to)))
-        entries.append(f"[{i}] id={r.id} origin={p.source} thread={p.thread_id or '-'} turn={p.turn} "
+        entries.append(f"[{i}] id={r.id} origin={p.source} thread={p.thread_id or '-'} {position(p.turn, p.message_index)} "
                        f"saved={_iso(p.created_at)}{valid} tags={','.join(r.tags) or '-'} trust={trust_label(flags)}\n"
                        f"    text: {quote(r.text, HIT_CHARS)}")
     headline = _headline(len(hits), "archival result(s)", sum(bool(h["flags"]) for h in hits), hidden)
@@ -355,7 +366,7 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
     window = (call.thread_id, call.window_start) if call.window_start is not None else None
     # Messages still in this thread's window are in the prompt already: they are not results. (Whether
     # the writer had indexed them yet decided whether they came back before.)
-    in_window = (lambda h: h.thread_id == call.thread_id and h.turn >= call.window_start) if window else None
+    in_window = (lambda h: h.thread_id == call.thread_id and h.message_index >= call.window_start) if window else None
     found, hidden = _search(call, k, lambda n: call.recall.search(call.scope, query, n, thread_id=thread, window=window),
                             lambda h: _recall_flags(call, h), in_window)
     hits, entries = [], []
@@ -363,7 +374,8 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
         origin = role_source(h.role)
         hits.append({"text": h.text[:ARTIFACT_HIT_CHARS], "score": h.score, **h.citation(), "origin": origin,
                      "flagged": bool(flags), "flags": list(flags)})
-        entries.append(f"[{i}] thread={h.thread_id} turn={h.turn} origin={origin} trust={trust_label(flags)}\n"
+        entries.append(f"[{i}] thread={h.thread_id} {position(h.turn, h.message_index)} origin={origin} "
+                       f"trust={trust_label(flags)}\n"
                        f"    text: {quote(h.text, HIT_CHARS)}")
     headline = _headline(len(hits), "past message(s)", sum(bool(h["flags"]) for h in hits), hidden)
     return ToolResult(_results(headline, entries),

@@ -81,7 +81,8 @@ def origins_of(messages: Sequence[BaseMessage], memory_tools: frozenset[str]) ->
                     continue
                 hits.append(h)
                 if h.get("flags"):
-                    where = h.get("id") or f"thread {h.get('thread_id')} turn {h.get('turn')}"
+                    where = h.get("id") or (f"thread {h.get('thread_id')} turn {h.get('turn')} "
+                                            f"(message {h.get('message_index')})")
                     taint.append(f"this turn read flagged memory ({where}: {', '.join(h['flags'])})")
         elif m.name not in memory_tools:
             text = message_text(m)

@@ -22,6 +22,7 @@ from pagefault.graph.state import PagefaultState
 from pagefault.models.tokens import TokenCounter
 from pagefault.stores.core import CoreMemory
 from pagefault.stores.procedures import ProceduralMemory
+from pagefault.stores.recall import RecallIndex
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
 from pagefault.tools.handlers import MEMORY_TOOLS, MemoryCall
@@ -51,6 +52,17 @@ def checkpoint_id(config: RunnableConfig) -> str:
     """The saved checkpoint this step started from (it holds the step's input messages)."""
     conf = config.get("configurable") or {}
     return str((conf.get("checkpoint_map") or {}).get("") or conf.get("checkpoint_id") or "")
+
+
+def users_before(recall: RecallIndex, scope: Scope, thread: str, evicted_count: int, counted: int) -> int:
+    """How many user messages a thread had before its window: none when nothing was evicted, the
+    state's ``evicted_user_messages`` when it counted them, else (a thread compacted before pagefault
+    counted them) the user messages recall holds below ``evicted_count``."""
+    if evicted_count <= 0:
+        return 0
+    if counted >= 0:
+        return counted
+    return recall.user_messages_before(scope, thread, evicted_count)
 
 
 @dataclass
@@ -100,14 +112,22 @@ class MemoryRun:
         """Whether the main context is past the compaction trigger."""
         return main.total > self.ctx.compaction_trigger * self.ctx.context_window
 
-    def memory_call(self, messages: Sequence[BaseMessage], evicted_count: int | None) -> MemoryCall:
+    def memory_call(self, messages: Sequence[BaseMessage], evicted_count: int | None,
+                    evicted_user_messages: int = -1) -> MemoryCall:
         """What the memory tool calls of the last AI message may touch. Provenance points at the user
-        turn that led to them; ``evicted_count`` says where the window starts (None: the app keeps no
-        such count, so recall searches cover everything)."""
+        message that led to them: its turn and its message index. ``evicted_count`` says where the window
+        starts (None: the app keeps no such count, so recall searches cover everything, and ``messages``
+        are numbered from 0); ``evicted_user_messages`` how many user messages were evicted (-1: not
+        counted; see ``users_before``)."""
         offset = evicted_count or 0
         user_idx = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+        turn = -1
+        if user_idx >= 0:
+            users = users_before(self.services.recall, self.scope, self.thread_id, offset, evicted_user_messages)
+            turn = users + sum(isinstance(m, HumanMessage) for m in messages[: user_idx + 1]) - 1
         return MemoryCall(
-            scope=self.scope, thread_id=self.thread_id, turn=offset + user_idx if user_idx >= 0 else -1,
+            scope=self.scope, thread_id=self.thread_id, turn=turn,
+            message_index=offset + user_idx if user_idx >= 0 else -1,
             message_id=(messages[user_idx].id or "") if user_idx >= 0 else "",
             core=self.core, archival=self.services.archival, recall=self.services.recall,
             default_top_k=self.ctx.top_k, guard=self.ctx.guard, untrusted_core_edits=self.ctx.untrusted_core_edits,

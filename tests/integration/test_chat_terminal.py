@@ -99,9 +99,9 @@ def test_chat_in_a_terminal_persists_across_processes_and_threads(tmp_path: Path
     assert parts[4] > 0, "messages of this thread count against the window"
 
     out = _send(child, "/search Lisbon")
-    assert re.search(r'archival arc-[0-9a-f]+ \(thread thread-one, turn \d+\): "My name is Ana and I live in Lisbon\."',
-                     out), out
-    assert re.search(r"recall thread thread-one, turn \d+: .*Lisbon", out), out
+    assert re.search(r'archival arc-[0-9a-f]+ \(thread thread-one, turn 0, message 0\): "My name is Ana and I live in '
+                     r'Lisbon\."', out), out
+    assert re.search(r'recall thread thread-one, turn 0, message 0: "user: My name is Ana and I live in Lisbon\."', out), out
 
     out = _send(child, "/bogus")
     assert "unknown command" in out, out

@@ -5,6 +5,7 @@ checkpointer's history; also from the CLI."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 import pytest
@@ -55,7 +56,13 @@ def test_every_model_call_replays_exactly(data_dir, thread):
     assert "Lives in: Lisbon" in prompts[1] and "<procedures>" not in prompts[1]
     assert any("Lives in: Berlin" in x and "Always answer in French." in x for x in prompts)
     assert any("<summary_of_evicted_messages>" in x for x in prompts)
-    assert any(c.first_turn > 0 for c in calls), "some calls came after eviction"
+    assert any(c.first_message_index > 0 for c in calls), "some calls came after eviction"
+    # Each call answered one user message: its turn counts user messages, its message index positions.
+    assert [c.turn for c in calls if c.step == 0] == list(range(len(TEXTS)))
+    for c in calls:
+        asked = c.messages[c.message_index - c.first_message_index]
+        assert asked.type == "human" and asked.content == TEXTS[c.turn]
+        assert c.turns[c.message_index - c.first_message_index] == c.turn
 
 
 def test_replay_by_turn_and_step(data_dir, thread):
@@ -66,7 +73,17 @@ def test_replay_by_turn_and_step(data_dir, thread):
         assert first.system_prompt == thread[0][0].content and [m.content for m in first.messages] == [TEXTS[0]]
         second = replay(g, "t1", 0, step=1)
         assert second.system_prompt == thread[1][0].content
-        assert replay(g, "t1", 1).turn == 0  # turn 1 is the agent's reply: it belongs to user turn 0
+        # Message 1 is the agent's reply: it belongs to turn 0. Turn 1 is the user's second message.
+        assert (replay(g, "t1", message_index=1).turn, replay(g, "t1", message_index=1).message_index) == (0, 0)
+        turn1 = replay(g, "t1", 1)
+        assert turn1.turn == 1 and turn1.message_index > 1
+        assert turn1.messages[turn1.message_index - turn1.first_message_index].content == TEXTS[1]
+        assert replay(g, "t1", message_index=turn1.message_index).checkpoint_id == turn1.checkpoint_id
+        late = replay(g, "t1", len(TEXTS) - 1)  # after compaction: numbered on past the evicted messages
+        assert late.first_message_index > 0 and late.messages[late.message_index - late.first_message_index].content == (
+            TEXTS[-1])
+        with pytest.raises(ReplayError, match="no model call in turn 99"):
+            replay(g, "t1", 99)
         with pytest.raises(ReplayError, match="step must be 0 to 1"):
             replay(g, "t1", 0, step=2)
         with pytest.raises(ReplayError, match="no recorded model calls"):
@@ -76,9 +93,16 @@ def test_replay_by_turn_and_step(data_dir, thread):
 def test_cli_replay(data_dir, thread, capsys):
     assert main(["replay", "--thread", "t1", "--turn", "0", "--data-dir", data_dir]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("thread t1, turn 0, model call 1 of 2 (checkpoint ")
+    assert out.startswith("thread t1, turn 0, message 0, model call 1 of 2 (checkpoint ")
     assert thread[0][0].content in out
-    assert f"=== human (turn 0) ===\n{TEXTS[0]}" in out
+    assert f"=== human (turn 0, message 0) ===\n{TEXTS[0]}" in out
+    assert main(["replay", "--thread", "t1", "--turn", "1", "--data-dir", data_dir]) == 0
+    out = capsys.readouterr().out
+    head = re.match(r"thread t1, turn 1, message (\d+), model call 1 of \d+ ", out)
+    assert head and int(head.group(1)) > 1, out[:200]
+    assert f"=== human (turn 1, message {head.group(1)}) ===\n{TEXTS[1]}" in out
+    assert main(["replay", "--thread", "t1", "--message", head.group(1), "--data-dir", data_dir]) == 0
+    assert capsys.readouterr().out == out, "--message addresses the same call by its message index"
     assert main(["replay", "--thread", "t1", "--turn", "0", "--json", "--user", "ana", "--data-dir", data_dir]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["system_prompt"] == thread[0][0].content and doc["messages"][0]["content"] == TEXTS[0]

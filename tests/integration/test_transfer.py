@@ -74,13 +74,14 @@ def _snapshot(data_dir: str) -> dict:
             history, values = thread_history(p.checkpointer, t)
             state = g.get_state({"configurable": {"thread_id": t}}).values
             threads[t] = ([m.model_dump() for m in history], [m.model_dump() for m in state["messages"]],
-                          {k: state[k] for k in ("summary", "evicted_count", "compactions", "recall_indexed")})
+                          {k: state[k] for k in ("summary", "evicted_count", "evicted_user_messages", "compactions",
+                                                 "recall_indexed")})
         search = {}
         for q in QUERIES:
             search[q] = (
                 [(r.id, r.text, r.tags, vars(r.provenance), _score(s)) for r, s in svc.archival.search(Scope("ana"), q, 10)],
                 # checkpoint ids point at the importing store's own checkpoints; all else must match
-                [(h.thread_id, h.turn, h.role, h.text, h.message_id, _score(h.score))
+                [(h.thread_id, h.turn, h.message_index, h.role, h.text, h.message_id, _score(h.score))
                  for h in svc.recall.search(Scope("ana"), q, 10)],
             )
         return {"core": core, "procedures": procedures, "threads": threads, "search": search,
@@ -99,8 +100,9 @@ def test_export_carries_every_tier(source):
     saved = next(r for r in doc["archival"] if "aquarium" in r["text"] and "(t1)" in r["text"])
     assert saved["provenance"]["thread_id"] == "t1"
     t1 = next(t for t in doc["threads"] if t["thread_id"] == "t1")
-    said = t1["messages"][saved["provenance"]["turn"]]["data"]  # provenance points at the user's turn
+    said = t1["messages"][saved["provenance"]["message_index"]]["data"]  # provenance points at the user's message
     assert said["type"] == "human" and "aquarium" in said["content"] and said["id"] == saved["provenance"]["message_id"]
+    assert saved["provenance"]["turn"] == 1 < saved["provenance"]["message_index"], "the user's second statement"
     threads = {t["thread_id"]: t for t in doc["threads"]}
     assert set(threads) == {"t1", "t2"}
     for t in threads.values():
@@ -139,16 +141,44 @@ def test_import_into_an_empty_store_reproduces_the_agent(source, source_snapshot
         again = export_agent(p, Scope("ana"), progress=False)
     assert {k: v for k, v in again.items() if k != "exported_at"} == {k: v for k, v in doc.items() if k != "exported_at"}
 
-    # The imported agent goes on: the next turn gets the next turn number and is indexed.
+    # The imported agent goes on: the next message gets the next message index and turn, and is indexed.
     ctx = Context(user_id="ana", data_dir=target, context_window=2500)
     with open_embedded(target) as p:
-        turns = len(next(t for t in doc["threads"] if t["thread_id"] == "t1")["messages"])
+        exported = next(t for t in doc["threads"] if t["thread_id"] == "t1")["messages"]
+        messages, turns = len(exported), sum(m["type"] == "human" for m in exported)
         out = p.graph().invoke({"messages": [HumanMessage("When is our launch deadline?")]},
                                {"configurable": {"thread_id": "t1"}}, context=ctx)
         assert "3rd of March" in out["messages"][-1].content
-        assert out["evicted_count"] + len(out["messages"]) > turns
+        assert out["evicted_count"] + len(out["messages"]) > messages
         hits = MemoryServices.open(target).recall.search(Scope("ana"), "When is our launch deadline?", 5, thread_id="t1")
-        assert any(h.turn == turns for h in hits), [(h.turn, h.text[:40]) for h in hits]
+        asked = [(h.turn, h.message_index) for h in hits if h.text == "user: When is our launch deadline?"]
+        assert asked == [(turns, messages)], [(h.turn, h.message_index, h.text[:40]) for h in hits]
+
+
+def _version_2(doc: dict) -> dict:
+    """The document as pagefault wrote it before turns were counted: provenance ``turn`` was the message index."""
+    old = copy.deepcopy(doc)
+    old["version"] = 2
+    for r in old["archival"]:
+        r["provenance"]["turn"] = r["provenance"].pop("message_index")
+    for proc in old["procedures"]:
+        for e in proc["log"]:
+            e["turn"] = e.pop("message_index")
+    return old
+
+
+def test_a_version_2_file_reads_its_turns_as_message_indexes(source, tmp_path):
+    _, doc = source
+    upgraded = parse_export(json.dumps(_version_2(doc)))
+    assert [r.provenance for r in upgraded.archival] == [r.provenance for r in AgentExport.model_validate(doc).archival]
+    saved = next(r for r in upgraded.archival if "aquarium" in r.text and "(t1)" in r.text)
+    assert saved.provenance.turn == 1 < saved.provenance.message_index
+    target = str(tmp_path / "target")
+    with open_embedded(target) as p:
+        import_agent(p, upgraded, progress=False)
+        record = MemoryServices.open(target).archival.get(Scope("ana"), saved.id)
+        assert record is not None and (record.provenance.turn, record.provenance.message_index) == (
+            1, saved.provenance.message_index)
 
 
 def test_cli_round_trip_with_progress_bars(source, source_snapshot, tmp_path, capsys):

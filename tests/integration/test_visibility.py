@@ -69,11 +69,19 @@ def test_inspect_prints_the_context_window(streamed, capsys):
     assert "warning at 1875 tokens (75%)" in out and "compaction at 2250 (90%)" in out
     assert re.search(r"^  human\s+\[#*\.*\] \d+/2000 chars$", out, re.M), out
     assert re.search(r"^  persona\s+\[#*\.*\] \d+/2000 chars$", out, re.M), out
-    turns = state["evicted_count"] + len(state["messages"])
-    assert (f"thread: {turns} turn(s); {len(state['messages'])} in the window, {state['evicted_count']} evicted "
-            f"in {state['compactions']} compaction(s)") in out
+    messages = state["evicted_count"] + len(state["messages"])
+    assert (f"thread: {messages} message(s) in 7 turn(s); {len(state['messages'])} message(s) in the window, "
+            f"{state['evicted_count']} evicted in {state['compactions']} compaction(s)") in out
     svc = MemoryServices.open(data_dir)
-    assert f"recall: {svc.recall.count(Scope('ana'))} entries" in out
+    # Every count agrees with what a search of the thread finds: its hits' turns and message indexes,
+    # and how many of its messages there are to find.
+    hits = svc.recall.search(Scope("ana"), "Lisbon garden train book club cooking bicycle live", 50, thread_id="t1")
+    assert hits and max(h.turn for h in hits) == 6 and max(h.message_index for h in hits) < messages
+    indexed = len(svc.recall.index.collection.get(where={"thread_id": "t1"}, include=[])["ids"])
+    assert 0 < indexed < messages, "the last answer is indexed when the next turn starts"
+    assert (f"recall: {svc.recall.count(Scope('ana'))} entries for this user; {indexed} of this thread's "
+            f"{messages} message(s) indexed") in out
+    assert "turns below" not in out
     assert f"archival: {svc.archival.count(Scope('ana'))} record(s)" in out
 
 

@@ -185,6 +185,20 @@ def test_answers_carry_structured_citations_over_the_sdk(client):
     assert f"[archival {cite['id']}, from thread " in answer["content"] and "cello" in answer["content"]
 
 
+def test_a_second_statement_is_cited_as_turn_1_over_the_sdk(client):
+    """The served graph numbers conversational turns too; the message index rides beside the turn,
+    and the thread's state counts the evicted user messages (none yet: 0)."""
+    thread_id, _ = _run(client, "dee", "My name is Dee and I live in Oslo.")
+    _, values = _run(client, "dee", "My sister Lucia plays the cello in Porto.", thread_id)
+    second = [i for i, m in enumerate(values["messages"]) if m["type"] == "human"][1]
+    assert second > 1 and values["evicted_user_messages"] == 0
+    _, values = _run(client, "dee", "What instrument does Lucia play?")
+    answer = _last_ai(values)
+    (cite,) = answer["response_metadata"]["citations"]
+    assert (cite["source"], cite["thread_id"], cite["turn"], cite["message_index"]) == ("archival", thread_id, 1, second)
+    assert f"[archival {cite['id']}, from thread {thread_id} turn 1]" in answer["content"], answer["content"]
+
+
 def test_no_run_blocked_the_servers_event_loop(client, server, ana_first_thread):
     """`langgraph dev` runs with its blocking-call detection on (no --allow-blocking): a node or tool that
     blocked the event loop would have logged a BlockingError during this module's runs."""

@@ -81,7 +81,8 @@ class ArchivalJournal:
                             "since": since,
                             "prov": {"thread_id": prov.thread_id, "turn": prov.turn, "message_id": prov.message_id,
                                      "source": prov.source, "created_at": prov.created_at,
-                                     "flags": list(prov.flags), "offset": prov.offset}})
+                                     "flags": list(prov.flags), "offset": prov.offset,
+                                     "message_index": prov.message_index}})
         with self._cond:
             cur = self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
                                    (scope.key, rid, entry))
@@ -216,7 +217,10 @@ def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple
     out: list[tuple[Scope, list[tuple[int, Entry]]]] = []
     for seq, scope_key, rid, raw in rows:
         e = json.loads(raw)
-        entry = (e["text"], tuple(e["tags"]), Provenance(**{**e["prov"], "flags": tuple(e["prov"]["flags"])}),
+        prov = dict(e["prov"])
+        if "message_index" not in prov:  # journalled before turns were counted: its turn was the message index
+            prov["message_index"], prov["turn"] = prov.get("turn", -1), -1
+        entry = (e["text"], tuple(e["tags"]), Provenance(**{**prov, "flags": tuple(prov["flags"])}),
                  float(e["since"]), rid)
         if out and out[-1][0].key == scope_key:
             out[-1][1].append((seq, entry))

@@ -27,7 +27,7 @@ import time
 import weakref
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from langchain_core.messages import BaseMessage
 
@@ -45,7 +45,8 @@ LINGER_SECONDS = 0.25
 
 Entry = tuple[int, BaseMessage]
 InWindow = tuple[Scope, str, int]
-AddFn = Callable[[Scope, str, Sequence[Entry], dict[int, str]], int]
+#: (scope, thread, entries, checkpoint id by message index, conversational turn by message index)
+AddFn = Callable[[Scope, str, Sequence[Entry], dict[int, str], dict[int, int]], int]
 
 
 def message_key(message: BaseMessage) -> str:
@@ -59,6 +60,7 @@ class _Job:
     thread_id: str
     entries: list[Entry]
     checkpoints: dict[int, str]
+    turns: dict[int, int]  # conversational turn by message index (those known)
     prepared: bool = False  # its texts were embedded while the worker lingered
 
 
@@ -84,8 +86,10 @@ class RecallWriter:
         self.busy_seconds = 0.0  # time spent indexing, for benchmarks: the work left the turn, not the machine
 
     # -- the turn's side ------------------------------------------------------------------
-    def submit(self, scope: Scope, thread_id: str, entries: Sequence[Entry], checkpoint_id: str) -> int:
-        """Queue the entries not already queued or indexed; returns how many were queued."""
+    def submit(self, scope: Scope, thread_id: str, entries: Sequence[Entry], checkpoint_id: str,
+               turns: Mapping[int, int] | None = None) -> int:
+        """Queue the entries not already queued or indexed; returns how many were queued. ``turns``: the
+        conversational turn of each entry, by message index."""
         key = (scope.key, thread_id)
         with self._cond:
             sent = self._thread_map(self._submitted, key)
@@ -94,7 +98,8 @@ class RecallWriter:
                 return 0
             for t, m in new:
                 sent[t] = message_key(m)
-            self._queue.append(_Job(scope, thread_id, new, {t: checkpoint_id for t, _ in new}))
+            self._queue.append(_Job(scope, thread_id, new, {t: checkpoint_id for t, _ in new},
+                                    {t: turns[t] for t, _ in new if turns and t in turns}))
             self._start()
             self._cond.notify_all()
         return len(new)
@@ -181,6 +186,7 @@ class RecallWriter:
                 turns.update(dict(job.entries))
                 last.entries = sorted(turns.items(), key=lambda e: e[0])
                 last.checkpoints.update(job.checkpoints)
+                last.turns.update(job.turns)
             else:
                 merged.append(job)
         return merged
@@ -235,7 +241,7 @@ class RecallWriter:
     def _index(self, job: _Job) -> None:
         key = (job.scope.key, job.thread_id)
         try:
-            self.write(job.scope, job.thread_id, job.entries, job.checkpoints)
+            self.write(job.scope, job.thread_id, job.entries, job.checkpoints, job.turns)
         except Exception as exc:  # a store down: leave the turns unconfirmed; the next sync retries them
             self.failures += 1
             log.warning("recall indexing of thread %r failed, will retry: %s", job.thread_id, exc)

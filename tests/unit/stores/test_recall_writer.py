@@ -150,7 +150,7 @@ def test_minted_ids_are_left_out_of_the_vector_not_out_of_bm25(data_dir):
     assert rid in got["documents"][0], "the stored text keeps the id"
     plain = svc.embeddings.embed_array(["assistant: Noted. I saved that to memory ()."])[0]
     assert float(got["embeddings"][0] @ plain) > 0.9999, "the vector is the text's without the id"
-    assert [h.turn for h in svc.recall.search(scope, rid, 1)] == [1], "BM25 still finds the id"
+    assert [h.message_index for h in svc.recall.search(scope, rid, 1)] == [1], "BM25 still finds the id"
 
 
 def test_conversation_search_leaves_out_what_is_still_in_the_window(embedded, data_dir):
@@ -167,6 +167,6 @@ def test_conversation_search_leaves_out_what_is_still_in_the_window(embedded, da
     svc.recall.add(scope, "t2", [(0, HumanMessage("My kayak is red.", id="o0"))], "cp-2")
     call = MemoryCall(scope, "t1", 4, "m4", CoreMemory(embedded.store, scope), svc.archival, svc.recall, window_start=2)
     hits = conversation_search(call, ConversationSearch(query="kayak", top_k=5)).artifact["hits"]
-    assert {(h["thread_id"], h["turn"]) for h in hits} == {("t1", 0), ("t1", 1), ("t2", 0)}
+    assert {(h["thread_id"], h["message_index"]) for h in hits} == {("t1", 0), ("t1", 1), ("t2", 0)}
     everything = conversation_search(replace(call, window_start=None), ConversationSearch(query="kayak", top_k=10))
-    assert ("t1", 2) in {(h["thread_id"], h["turn"]) for h in everything.artifact["hits"]}
+    assert ("t1", 2) in {(h["thread_id"], h["message_index"]) for h in everything.artifact["hits"]}

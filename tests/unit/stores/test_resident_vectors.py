@@ -156,7 +156,7 @@ def test_a_turn_indexed_on_the_embedded_setup_writes_no_chroma_recall(tmp_path):
     from langchain_core.messages import HumanMessage
 
     svc.recall.add(scope, "t1", [(0, HumanMessage("My sister Lucia studies octopuses.", id="m0"))], "cp")
-    assert svc.recall.search(scope, "Lucia octopuses", 1)[0].turn == 0
+    assert svc.recall.search(scope, "Lucia octopuses", 1)[0].message_index == 0
     names = {c if isinstance(c, str) else c.name for c in svc.client.list_collections()}
     assert not names & {"pagefault_recall", "pagefault_recall_unit"}
     assert svc.recall.index.collection.count() == svc.recall.units.collection.count() == 1
