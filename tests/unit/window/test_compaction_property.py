@@ -455,3 +455,15 @@ def test_graph_keeps_invalid_tool_calls_with_their_results() -> None:
             state = graph.get_state(config).values
     assert state["compactions"] == 1, "the scenario must compact exactly once"
     check_requests(model)
+
+
+def test_a_message_whose_calls_all_failed_to_parse_keeps_its_results():
+    """An AI message with only invalid_tool_calls (its JSON did not parse) and the error results that answer
+    them form one eviction unit, as a message with valid calls does: evicting one without the other
+    would leave an orphaned tool message."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    bad = AIMessage("", invalid_tool_calls=[{"name": "archival_memory_search", "args": "{not json", "id": "c1",
+                                             "error": "bad json", "type": "invalid_tool_call"}])
+    messages = [HumanMessage("hi"), bad, ToolMessage("Error: malformed call", tool_call_id="c1"), HumanMessage("ok")]
+    assert eviction_units(messages) == [[0], [1, 2], [3]]
