@@ -103,13 +103,14 @@ def check_client_settings(values: object, *, where: str = "context", configurabl
     return {k: values[k] for k in CLIENT_FIELDS if k in values}
 
 
-def client_values(run_context: object, base: Context) -> dict[str, Any]:
+def client_values(run_context: object, base: Context, defaults: Context | None = None) -> dict[str, Any]:
     """The pagefault settings an app's run context carries (a ``Context``, a mapping, a dataclass or a
     pydantic model of the app's own), for the middleware and the memory tools.
 
     Keys that are not pagefault's belong to the app and are left to it. A server-owned field whose
     value differs from the app's own setting (and, for a whole ``Context``, from its default) is
-    refused: the run cannot change it, and ignoring it would drop it silently.
+    refused: the run cannot change it, and ignoring it would drop it silently. ``defaults``: a
+    ``Context()`` the caller made once (else one is made here).
     """
     if run_context is None:
         return {}
@@ -121,7 +122,7 @@ def client_values(run_context: object, base: Context) -> dict[str, Any]:
         values, explicit = run_context.model_dump(), False
     else:
         return {}
-    defaults = Context() if not explicit else None
+    defaults = None if explicit else (defaults or Context())
     changed = [k for k in (*SERVER_FIELDS, *INTERNAL_FIELDS) if k in values and values[k] != getattr(base, k)
                and (defaults is None or values[k] != getattr(defaults, k))]
     if changed:
@@ -158,13 +159,16 @@ class ServerSettings:
     base: Context
     allowed_models: tuple[str, ...]
     require_user: bool = True
+    #: ``Context()`` as the process's environment gives it, made once: what a run's whole ``Context``
+    #: is compared with to tell the fields it set from the ones it left at their defaults.
+    defaults: Context = field(default_factory=Context)
 
     @classmethod
     def from_env(cls) -> "ServerSettings":
         """The settings of a server from its environment: ``Context()`` (``PAGEFAULT_<FIELD>``) and the
         models its clients may pick (its own, then ``PAGEFAULT_ALLOWED_MODELS``)."""
         base = Context()
-        return cls(base, allowed_models(base))
+        return cls(base, allowed_models(base), defaults=base)
 
     @classmethod
     def of_app(cls, base: Context) -> "ServerSettings":
@@ -201,7 +205,7 @@ class ServerSettings:
         pagefault fields the run's context (``run_context``) carries (``client_values``), else the
         ``user_id`` / ``agent_id`` of its ``configurable`` (in ``config``), and the user from
         LangGraph auth where there is one."""
-        client = client_values(run_context, self.base)
+        client = client_values(run_context, self.base, self.defaults)
         conf = (config or {}).get("configurable") or {}
         for key in ("user_id", "agent_id"):
             if key not in client and isinstance(conf.get(key), str) and conf[key]:
