@@ -153,14 +153,13 @@ class ServerSettings:
     restart and Studio's form shows the values the server really uses. ``allowed_models``: the
     models a client may pick (``base.model`` first). ``require_user``: a run with no authenticated
     user must name its ``user_id`` (the served graph); the middleware falls back to the app's own
-    ``user_id`` instead.
+    ``user_id`` instead. ``defaults``: ``Context()`` as the environment gives it, made once, to tell
+    the fields a run's whole ``Context`` set from the ones it left at their defaults.
     """
 
     base: Context
     allowed_models: tuple[str, ...]
     require_user: bool = True
-    #: ``Context()`` as the process's environment gives it, made once: what a run's whole ``Context``
-    #: is compared with to tell the fields it set from the ones it left at their defaults.
     defaults: Context = field(default_factory=Context)
 
     @classmethod
