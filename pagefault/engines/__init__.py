@@ -1,6 +1,7 @@
-"""Which engines hold the memory, and how to reach them safely from several replicas.
+"""Which engines hold the memory, and how to reach them safely from several replicas or processes.
 
 - ``connections``: the engine choice (``Engines``), Postgres pools, Chroma clients, ``ServiceUnavailable``;
-- ``locks``: advisory locks that hold across replicas;
+- ``locks``: named locks across processes (``NamedLocks``), Postgres advisory locks, ``locks_of`` a store;
+- ``file_locks``: the same locks for the processes on one embedded data directory;
 - ``thread_lock``: runs on one thread take turns (``SerializedGraph``).
 """

@@ -1,12 +1,22 @@
-"""Locks that hold across replicas: Postgres advisory locks, released by the server if a holder dies.
+"""Named locks that hold across processes, behind one interface (``NamedLocks``) every backend answers.
 
-A lock is named by a few strings (``("core", user, agent, "human")``, ``("thread", "t1")``) and
-hashed to Postgres' 64-bit advisory-lock key. Each process keeps one connection for its locks and
-takes them with ``pg_try_advisory_lock`` in a short backoff loop, never blocking that connection,
-so two processes waiting on each other cannot deadlock through it. A session lock is re-entrant on
-its connection, so the threads of one process first queue on a local lock of the same name.
+A lock is named by a few strings (``("core", user, agent, "human")``, ``("thread", "t1")``). Three
+backends stand in for each other:
 
-With no database (the embedded default) only the local lock is taken: one process, one holder.
+- ``AdvisoryLocks``: Postgres advisory locks, shared by every replica on one database and released by
+  the server if a holder dies. Each process keeps one connection for its locks and takes them with
+  ``pg_try_advisory_lock`` in a short backoff loop, never blocking that connection, so two processes
+  waiting on each other cannot deadlock through it;
+- ``FileLocks`` (``pagefault.engines.file_locks``): record locks on one file of an embedded data
+  directory, shared by every process that opens it and released by the kernel if a holder dies;
+- ``ProcessLocks``: within this process only, for what no other process shares.
+
+A Postgres session lock, and a record lock, belongs to the connection or the process, not to a thread,
+so the threads of one process first queue on a local lock of the same name (``LocalLocks``).
+
+``locks_of(holder)`` says which locks guard what a store or checkpointer keeps: the ones it was opened
+with (``bind_locks``: the embedded files are bound to their directory's ``FileLocks``), a Postgres
+store's or saver's advisory locks, else this process's own.
 """
 
 from __future__ import annotations
@@ -14,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import weakref
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
-from pagefault.engines.connections import is_postgres_down, postgres_unavailable
+from pagefault.engines.connections import ServiceUnavailable, is_postgres_down, postgres_unavailable
 
 #: Seconds a core-memory edit waits for another replica's edit of the same block.
 EDIT_WAIT = 30.0
@@ -33,6 +44,41 @@ def lock_key(name: tuple[str, ...]) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def lock_label(name: tuple[str, ...]) -> str:
+    """A lock name as messages show it: ``thread/t1``."""
+    return "/".join(name)
+
+
+class NamedLocks(Protocol):
+    """Exclusive locks named by a few strings, held by this process against every other that shares them.
+
+    ``acquire`` waits up to ``timeout`` seconds, then raises ``LockTimeout``; ``release`` lets go of a
+    lock this process took; ``hold`` is both around a block; ``outage`` says whether an error means the
+    service behind the locks is down."""
+
+    def acquire(self, *name: str, timeout: float = EDIT_WAIT) -> None:
+        """Take the lock ``name``, waiting at most ``timeout`` seconds (then ``LockTimeout``)."""
+        ...
+
+    def release(self, *name: str) -> None:
+        """Let go of the lock ``name``, which this process holds."""
+        ...
+
+    def outage(self, error: BaseException) -> ServiceUnavailable | None:
+        """The ``ServiceUnavailable`` that ``error`` stands for when the service behind these locks is
+        down, else None."""
+        ...
+
+    @contextmanager
+    def hold(self, *name: str, timeout: float = EDIT_WAIT) -> Iterator[None]:
+        """Hold the lock ``name`` (waiting at most ``timeout`` seconds) while the block runs."""
+        self.acquire(*name, timeout=timeout)
+        try:
+            yield
+        finally:
+            self.release(*name)
+
+
 class LocalLocks:
     """One ``threading.Lock`` per name, made on first use and dropped when nobody holds or waits."""
 
@@ -41,6 +87,7 @@ class LocalLocks:
         self._locks: dict[tuple[str, ...], list[Any]] = {}  # name -> [lock, users]
 
     def acquire(self, name: tuple[str, ...], timeout: float) -> bool:
+        """Take ``name`` within ``timeout`` seconds; False if another thread kept it that long."""
         with self._mutex:
             entry = self._locks.setdefault(name, [threading.Lock(), 0])
             entry[1] += 1
@@ -50,6 +97,7 @@ class LocalLocks:
         return False
 
     def release(self, name: tuple[str, ...]) -> None:
+        """Let go of ``name``, which this thread took."""
         with self._mutex:
             entry = self._locks[name]
         entry[0].release()
@@ -64,16 +112,38 @@ class LocalLocks:
                     del self._locks[name]
 
 
-_local = LocalLocks()
+class ProcessLocks(NamedLocks):
+    """Named locks within this process only: for a store or checkpointer that no other process shares."""
+
+    def __init__(self) -> None:
+        self._local = LocalLocks()
+
+    def acquire(self, *name: str, timeout: float = EDIT_WAIT) -> None:
+        """Take the lock ``name`` from this process's other threads (``LockTimeout`` after ``timeout`` s)."""
+        if not self._local.acquire(name, timeout):
+            raise LockTimeout(f"lock {lock_label(name)} is held by another run of this process")
+
+    def release(self, *name: str) -> None:
+        """Let go of the lock ``name``."""
+        self._local.release(name)
+
+    def outage(self, error: BaseException) -> ServiceUnavailable | None:
+        """None: nothing outside the process is involved."""
+        return None
 
 
-class AdvisoryLocks:
-    """Named locks shared by every process connected to one Postgres database."""
+PROCESS_LOCKS = ProcessLocks()
+"""The process's own locks, for what nothing else shares."""
+
+
+class AdvisoryLocks(NamedLocks):
+    """Named locks shared by every process connected to one Postgres database (at ``url``)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self._conn: Any = None
         self._mutex = threading.Lock()  # one statement at a time on the lock connection
+        self._local = LocalLocks()
 
     def _connection(self) -> Any:
         import psycopg
@@ -104,36 +174,36 @@ class AdvisoryLocks:
         """Take the lock or raise ``LockTimeout`` after ``timeout`` seconds (``ServiceUnavailable`` if the
         database is down)."""
         deadline = time.monotonic() + timeout
-        if not _local.acquire(name, timeout):
-            raise LockTimeout(f"lock {'/'.join(name)} is held by another run of this process")
+        if not self._local.acquire(name, timeout):
+            raise LockTimeout(f"lock {lock_label(name)} is held by another run of this process")
         try:
             key, pause = lock_key(name), 0.005
             while not self._execute("SELECT pg_try_advisory_lock(%s)", key):
                 if time.monotonic() >= deadline:
-                    raise LockTimeout(f"lock {'/'.join(name)} is held by another process")
+                    raise LockTimeout(f"lock {lock_label(name)} is held by another process")
                 time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
                 pause = min(pause * 2, 0.1)
         except BaseException:
-            _local.release(name)
+            self._local.release(name)
             raise
 
     def release(self, *name: str) -> None:
+        """Let go of the lock ``name`` (a lost session has let go of it already)."""
         try:
             self._execute("SELECT pg_advisory_unlock(%s)", lock_key(name))
         except Exception:
             pass  # the session is gone, and its locks with it
         finally:
-            _local.release(name)
+            self._local.release(name)
 
-    @contextmanager
-    def hold(self, *name: str, timeout: float = EDIT_WAIT) -> Iterator[None]:
-        self.acquire(*name, timeout=timeout)
-        try:
-            yield
-        finally:
-            self.release(*name)
+    def outage(self, error: BaseException) -> ServiceUnavailable | None:
+        """``ServiceUnavailable`` naming PostgreSQL when ``error`` says the database cannot be reached."""
+        if isinstance(error, ServiceUnavailable) or not is_postgres_down(error):
+            return None
+        return postgres_unavailable(self.url, error)
 
     def close(self) -> None:
+        """Close the lock connection (the server lets go of every lock it held)."""
         with self._mutex:
             self._drop()
 
@@ -174,18 +244,33 @@ def conninfo_of(holder: Any) -> str | None:
     return make_conninfo(**{k: v for k, v in opts.items() if v != ""}) or None
 
 
+# store or checkpointer -> the locks it was opened with; weak, so a closed store's entry goes with it
+_bound: "weakref.WeakKeyDictionary[Any, NamedLocks]" = weakref.WeakKeyDictionary()
+
+
+def bind_locks(holder: Any, locks: NamedLocks) -> None:
+    """Say that what ``holder`` (a store or a checkpointer) keeps is guarded by ``locks``: every
+    process that opens the same files or database takes the same ones."""
+    _bound[holder] = locks
+
+
+def locks_of(holder: Any) -> NamedLocks:
+    """The locks that guard what ``holder`` (a store or a checkpointer) keeps: the ones it was bound
+    to, a Postgres store's or saver's advisory locks, else this process's own."""
+    try:
+        bound = _bound.get(holder)
+    except TypeError:  # not weakly referenceable (or not hashable): nothing was bound to it
+        bound = None
+    if bound is not None:
+        return bound
+    url = conninfo_of(holder)
+    return locks_for(url) if url is not None else PROCESS_LOCKS
+
+
 @contextmanager
 def edit_lock(store: Any, *name: str, timeout: float = EDIT_WAIT) -> Iterator[None]:
-    """Hold ``name`` while a read-modify-write of ``store`` runs: across replicas when the store is
-    Postgres, within this process otherwise."""
-    url = conninfo_of(store)
-    if url is not None:
-        with locks_for(url).hold(*name, timeout=timeout):
-            yield
-        return
-    if not _local.acquire(name, timeout):
-        raise LockTimeout(f"lock {'/'.join(name)} is held by another run of this process")
-    try:
+    """Hold ``name`` while a read-modify-write of ``store`` runs, against every process that shares the
+    store (``locks_of``): replicas on Postgres, processes on one embedded directory, else this process's
+    threads."""
+    with locks_of(store).hold(*name, timeout=timeout):
         yield
-    finally:
-        _local.release(name)

@@ -1,10 +1,13 @@
-"""Runs on one thread take turns, across every replica that shares the database.
+"""Runs on one thread take turns, across every process that shares the thread's checkpointer.
 
-Two runs on the same thread at once would both start from the same checkpoint and fork the
-thread: one run's turn would vanish from its history. ``SerializedGraph`` wraps a compiled graph so
-that each run first takes a Postgres advisory lock named after its thread id. The second run waits
-(up to ``wait`` seconds, then ``ThreadBusy``, with nothing saved) and starts from the state the first
-one left, so both turns land, one after the other. Runs on different threads never wait.
+Two runs on the same thread at once would both start from the same checkpoint and fork the thread:
+one run's turn would vanish from its history. A ``SerializedGraph`` is a compiled graph whose every
+run (``invoke``, ``stream``, ``ainvoke``, ``astream``, and what LangGraph builds on them) first takes
+the lock named after its thread id, from the checkpointer's ``NamedLocks`` (``locks_of``): Postgres
+advisory locks for replicas on one database, file locks for the processes on one embedded data
+directory, this process's own locks for any other checkpointer. The second run waits (up to ``wait``
+seconds, then ``ThreadBusy``, with nothing saved) and starts from the state the first one left, so
+both turns land, one after the other. Runs on different threads never wait.
 
 Every step is checkpointed before the next one starts (``durability="sync"``, unless the caller
 says otherwise), so a crash loses at most the step in flight, and ``resume`` runs it again. An
@@ -14,17 +17,26 @@ unreachable database surfaces as ``ServiceUnavailable`` naming PostgreSQL.
 from __future__ import annotations
 
 import asyncio
-from contextlib import asynccontextmanager, contextmanager
+import logging
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, AsyncIterator, Iterator
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 
-from pagefault.engines.connections import ServiceUnavailable, is_postgres_down, postgres_unavailable
-from pagefault.engines.locks import AdvisoryLocks, LockTimeout, locks_for
+from pagefault.engines.locks import LockTimeout, NamedLocks, ProcessLocks, locks_of
 
 #: Seconds a run waits for another run on the same thread to finish.
 THREAD_WAIT = 120.0
+
+# The threads whose lock the current call already holds: ``resume`` runs ``invoke`` inside its own turn.
+_held: ContextVar[frozenset[tuple[int, str]]] = ContextVar("pagefault_threads_held", default=frozenset())
+# The threads whose turn the current run is in (what ``warn_unserialized`` asks; nothing waits on it).
+_in_turn: ContextVar[frozenset[str]] = ContextVar("pagefault_in_turn", default=frozenset())
+_log = logging.getLogger("pagefault.thread_lock")
+_warned: set[int] = set()
 
 
 class ThreadBusy(LockTimeout):
@@ -36,101 +48,150 @@ def _thread(config: RunnableConfig | None) -> str | None:
     return None if tid is None else str(tid)
 
 
-class SerializedGraph:
-    """A compiled pagefault graph whose runs on one thread take turns (see the module docstring).
+class SerializedGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """A compiled graph whose runs on one thread take turns (see the module docstring).
 
-    Everything other than running (``get_state``, ``get_state_history``, ``update_state``, ...) is
-    the wrapped graph's own; ``graph`` is the wrapped graph.
+    ``locks`` are the ones its runs take (``locks_of`` its checkpointer), ``wait`` how many seconds a run
+    waits for the thread. Everything else (``get_state``, ``update_state``, ...) is LangGraph's own.
+    Make one with ``serialized``.
     """
 
     # Any compiled graph (this layer knows none of pagefault's): every type argument is left open.
-    def __init__(self, graph: CompiledStateGraph[Any, Any, Any, Any], database_url: str, *,
-                 wait: float = THREAD_WAIT) -> None:
-        self.graph = graph
-        self.database_url = database_url
+    def __init__(self, *, locks: NamedLocks, wait: float = THREAD_WAIT, **graph: Any) -> None:
+        super().__init__(**graph)
+        self.locks = locks
         self.wait = wait
-        self.locks: AdvisoryLocks = locks_for(database_url)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.graph, name)
+    def _durable(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {**kwargs, "durability": kwargs.get("durability") or "sync"}
 
-    def _options(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {"durability": "sync", **kwargs}
+    def _key(self, tid: str) -> tuple[int, str]:
+        return id(self.locks), tid
 
-    def _acquire(self, tid: str | None) -> None:
-        if tid is None:
-            return
+    def _acquire(self, tid: str) -> None:
         try:
             self.locks.acquire("thread", tid, timeout=self.wait)
         except LockTimeout as e:
             raise ThreadBusy(f"thread {tid!r} is busy: another run kept it for over {self.wait:.0f}s; "
                              "nothing of this run was saved, send it again") from e
 
-    def _release(self, tid: str | None) -> None:
-        if tid is not None:
-            self.locks.release("thread", tid)
+    def _release(self, tid: str) -> None:
+        self.locks.release("thread", tid)
 
-    def _translated(self, e: BaseException) -> BaseException:
-        if not isinstance(e, ServiceUnavailable) and is_postgres_down(e):
-            return postgres_unavailable(self.database_url, e)
-        return e
+    async def _aacquire(self, tid: str) -> None:
+        """``_acquire`` off the event loop; a run cancelled while it waits lets go of what it then gets."""
+        taking = asyncio.ensure_future(asyncio.to_thread(self._acquire, tid))
+        try:
+            await asyncio.shield(taking)
+        except asyncio.CancelledError:
+            def let_go(done: asyncio.Future[None]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    self._release(tid)
+
+            taking.add_done_callback(let_go)
+            raise
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """An unreachable database inside the run surfaces as ``ServiceUnavailable`` naming PostgreSQL."""
+        """An unreachable lock service inside the run (PostgreSQL) surfaces as ``ServiceUnavailable``."""
         try:
             yield
         except Exception as e:
-            err = self._translated(e)
-            if err is e:
+            err = self.locks.outage(e)
+            if err is None:
                 raise
             raise err from e
 
     @contextmanager
     def _turn(self, config: RunnableConfig | None) -> Iterator[None]:
-        """Hold the thread for one run (sync callers)."""
+        """Hold the thread for one run (sync callers); a call already inside this thread's turn runs on."""
         tid = _thread(config)
+        if tid is None or self._key(tid) in _held.get():
+            with self._errors():
+                yield
+            return
         self._acquire(tid)
+        _in_turn.set(_in_turn.get() | {tid})
         try:
             with self._errors():
                 yield
         finally:
+            _in_turn.set(_in_turn.get() - {tid})
             self._release(tid)
 
-    @asynccontextmanager
-    async def _aturn(self, config: RunnableConfig | None) -> AsyncIterator[None]:
-        """Hold the thread for one run (async callers; the lock is taken off the event loop)."""
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
+        """LangGraph's ``stream``, inside the thread's turn; ``invoke`` runs through it."""
+        with self._turn(config):
+            yield from super().stream(input, config, **self._durable(kwargs))
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> AsyncIterator[Any]:
+        """LangGraph's ``astream``, inside the thread's turn (taken off the event loop); ``ainvoke`` runs
+        through it."""
         tid = _thread(config)
-        await asyncio.to_thread(self._acquire, tid)
+        if tid is not None:
+            await self._aacquire(tid)
+            _in_turn.set(_in_turn.get() | {tid})
         try:
             with self._errors():
-                yield
+                async for part in super().astream(input, config, **self._durable(kwargs)):
+                    yield part
         finally:
-            await asyncio.to_thread(self._release, tid)
-
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        with self._turn(config):
-            return self.graph.invoke(input, config, **self._options(kwargs))
-
-    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        with self._turn(config):
-            yield from self.graph.stream(input, config, **self._options(kwargs))
+            if tid is not None:
+                _in_turn.set(_in_turn.get() - {tid})
+                await asyncio.to_thread(self._release, tid)
 
     def resume(self, config: RunnableConfig, **kwargs: Any) -> Any:
         """Finish the turn that a crash or an outage cut short on this thread: the steps it still had to
         run are run from the last checkpoint. Returns the final state, or None when nothing was pending
         (or the thread waits for a person's answer to an interrupt, which ``Command(resume=...)`` gives)."""
         with self._turn(config):
-            snap = self.graph.get_state(config)
-            if not snap.next or any(t.interrupts for t in snap.tasks):
+            snap = self.get_state(config)
+            if not (snap.next or snap.tasks) or any(t.interrupts for t in snap.tasks):
                 return None
-            return self.graph.invoke(None, config, **self._options(kwargs))
+            tid = _thread(config)
+            held = _held.set(_held.get() | ({self._key(tid)} if tid is not None else set()))
+            try:
+                return self.invoke(None, config, **self._durable(kwargs))
+            finally:
+                _held.reset(held)
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
-        async with self._aturn(config):
-            return await self.graph.ainvoke(input, config, **self._options(kwargs))
 
-    async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        async with self._aturn(config):
-            async for part in self.graph.astream(input, config, **self._options(kwargs)):
-                yield part
+_classes: dict[type, type[SerializedGraph]] = {CompiledStateGraph: SerializedGraph}
+
+
+def _serialized_class(cls: type) -> type[SerializedGraph]:
+    """``SerializedGraph`` over a subclass of ``CompiledStateGraph`` (its own ``stream`` runs inside the
+    turn), made once per class."""
+    if cls not in _classes:
+        _classes[cls] = type(f"Serialized{cls.__name__}", (SerializedGraph, cls), {"__doc__": cls.__doc__})
+    return _classes[cls]
+
+
+def serialized(graph: CompiledStateGraph[Any, Any, Any, Any], *, wait: float = THREAD_WAIT,
+               locks: NamedLocks | None = None) -> SerializedGraph:
+    """``graph`` (any compiled LangGraph graph: pagefault's, a ``create_agent`` app) as a
+    ``SerializedGraph``: its runs on one thread take ``locks`` (default: ``locks_of`` its checkpointer)
+    and wait at most ``wait`` seconds for the thread. The graph's own class is kept: a subclass's
+    ``stream`` runs inside the turn. A graph that is serialized already keeps its locks unless
+    ``locks`` are given."""
+    if isinstance(graph, SerializedGraph):
+        return graph.copy({"locks": locks or graph.locks, "wait": wait})
+    attrs = {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
+    return _serialized_class(type(graph))(locks=locks or locks_of(graph.checkpointer), wait=wait, **attrs)
+
+
+def warn_unserialized(config: RunnableConfig) -> None:
+    """Log once per checkpointer when a run on a thread whose checkpointer other processes share (the
+    embedded files, Postgres) is not inside a ``SerializedGraph`` turn: a ``create_agent`` app compiles its
+    own graph, and two such runs on one thread at once fork it. ``config`` is the run's."""
+    conf = config.get("configurable") or {}
+    tid, saver = conf.get("thread_id"), conf.get(CONFIG_KEY_CHECKPOINTER)
+    if tid is None or saver is None or id(saver) in _warned or str(tid) in _in_turn.get():
+        return
+    if isinstance(locks_of(saver), ProcessLocks):
+        return
+    _warned.add(id(saver))
+    _log.warning("pagefault: runs of this agent on one thread are not serialized across processes, so two at "
+                 "once would fork the thread and lose a turn; wrap the compiled agent once: "
+                 "agent = memory.serialized(create_agent(...)) (pagefault.engines.thread_lock.serialized)")

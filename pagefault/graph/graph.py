@@ -20,11 +20,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, create_model
 
+from pagefault.engines.thread_lock import SerializedGraph, serialized
 from pagefault.graph.context import Context
 from pagefault.graph.state import InputState, PagefaultState
 from pagefault.nodes.compact import make_compact
@@ -32,14 +33,17 @@ from pagefault.nodes.dispatch import make_dispatch
 from pagefault.nodes.memory import answered_ids, make_memory
 from pagefault.nodes.reason import make_reason
 from pagefault.serve.settings import ServerSettings, served_settings
+from pagefault.window.cut_short import ResumingGraph
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
 
 PagefaultBuilder = StateGraph[PagefaultState, Context, InputState, PagefaultState]
 """The pagefault graph's type: its state, context, input and output schemas."""
-PagefaultGraph = CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]
-"""The compiled graph. Its input is Any: a run takes an ``InputState`` or, as every caller does, a dict of
-its fields (``{"messages": [...]}``), and a LangGraph input type argument cannot say "either"."""
+PagefaultGraph = ResumingGraph
+"""The compiled graph: a ``CompiledStateGraph`` whose run with new input first finishes the run a crash cut
+short on its thread (``window.cut_short``). Its input is Any: a run takes an ``InputState`` or, as every
+caller does, a dict of its fields (``{"messages": [...]}``), and a LangGraph input type argument cannot say
+"either"."""
 
 
 def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
@@ -51,7 +55,11 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
     (``pagefault.serve.CLIENT_FIELDS``, with this server's defaults); everything else comes from
     ``served.base``, and the user from LangGraph auth when the server has it.
     """
-    setup = AgentSetup(model=model, tools=list(tools), served=served)
+    return _wired(AgentSetup(model=model, tools=list(tools), served=served))
+
+
+def _wired(setup: AgentSetup) -> PagefaultBuilder:
+    """The graph's nodes and edges, for ``setup``."""
 
     def over_budget(state: PagefaultState, config: RunnableConfig,
                     runtime: Runtime[Context]) -> Literal["compact", "reason"]:
@@ -75,7 +83,7 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
             return "dispatch"
         return over_budget(state, config, runtime)
 
-    context_schema = served.context_schema() if served is not None else Context
+    context_schema = setup.served.context_schema() if setup.served is not None else Context
     builder: PagefaultBuilder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
     builder.add_node("reason", make_reason(setup))
     builder.add_node("memory", make_memory(setup))
@@ -105,12 +113,24 @@ def build_graph(
     ``tools``: the app's own tools, beside the memory tools; ``model``: a chat model to use instead
     of the one the run's ``Context.model`` names; ``name``: the graph's name (in traces and
     streams). ``served``: see ``make_builder``.
+
+    With a checkpointer the graph is a ``SerializedGraph``: runs on one thread take turns, across every
+    process that shares the checkpointer (the embedded files of one data directory, one Postgres
+    database), and each step is checkpointed before the next.
     """
-    return make_builder(tools=tools, model=model, served=served).compile(checkpointer=checkpointer, store=store,
-                                                                           name=name)
+    setup = AgentSetup(model=model, tools=list(tools), served=served)
+    compiled = _wired(setup).compile(checkpointer=checkpointer, store=store, name=name)
+    if isinstance(checkpointer, BaseCheckpointSaver):
+        return SerializedPagefaultGraph.of(serialized(compiled), setup)
+    return ResumingGraph.of(compiled, setup)
 
 
-class ServedGraph(CompiledStateGraph):
+class SerializedPagefaultGraph(SerializedGraph, ResumingGraph):
+    """The graph with a checkpointer: its runs take turns on their thread (``SerializedGraph``), and
+    inside its turn a run first finishes the thread's cut-short run (``ResumingGraph``)."""
+
+
+class ServedGraph(ResumingGraph):
     """The compiled graph a server runs. Its run settings are its context only, so its legacy
     ``config_schema`` (which LangGraph's server still shows as "config") does not repeat them."""
 
@@ -122,8 +142,8 @@ class ServedGraph(CompiledStateGraph):
 def served_graph(settings: ServerSettings, name: str = "pagefault") -> ServedGraph:
     """The graph as a server runs it for its clients, with no checkpointer or store (the server's):
     ``settings`` are the server's (see ``make_builder``'s ``served``), ``name`` the graph's name."""
-    compiled = make_builder(served=settings).compile(name=name)
-    return ServedGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+    setup = AgentSetup(served=settings)
+    return ServedGraph.of(_wired(setup).compile(name=name), setup)
 
 
 graph = served_graph(served_settings())

@@ -24,6 +24,8 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
+from pagefault.engines.file_locks import file_locks
+from pagefault.engines.locks import bind_locks
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
@@ -43,11 +45,14 @@ def embedded_store(data_dir: str) -> SqliteStore:
     with _stores_lock:
         if path not in _stores:
             os.makedirs(path, exist_ok=True)
-            conn = sqlite3.connect(os.path.join(path, "store.sqlite"), check_same_thread=False,
-                                   isolation_level=None, timeout=30)
-            conn.execute("PRAGMA journal_mode=WAL")
-            store = SqliteStore(conn)
-            store.setup()
+            locks = file_locks(path)  # the directory's: its setup and its core edits take turns across processes
+            with locks.hold("setup", timeout=120.0):
+                conn = sqlite3.connect(os.path.join(path, "store.sqlite"), check_same_thread=False,
+                                       isolation_level=None, timeout=30)
+                conn.execute("PRAGMA journal_mode=WAL")
+                store = SqliteStore(conn)
+                store.setup()
+            bind_locks(store, locks)
             _stores[path] = store
         return _stores[path]
 

@@ -12,7 +12,10 @@ What the middleware adds, the same way the graph does it and with the same store
 - budget-driven compaction (the graph's own routine, ``window.compaction.compact_window``): past the trigger,
   the oldest messages are summarized and evicted, after being indexed into recall, so
   ``conversation_search`` still finds them; a one-shot memory-pressure warning before that;
-- ``page_fault``, ``memory_pressure`` and ``compaction`` events on the custom stream.
+- ``page_fault``, ``memory_pressure`` and ``compaction`` events on the custom stream;
+- a turn cut short is not lost (``window.cut_short.fold_cut_short``, the agent's first step): the input of a
+  run killed before it got past its input checkpoint is put in the thread before the new input, and a tool
+  call whose tool never ran gets its saved result, or an error saying it did not run.
 
 Eviction and the new summary are returned with the model's answer as one state update, so a
 checkpoint never holds one without the other.
@@ -31,6 +34,7 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
     OmitFromSchema,
+    PrivateStateAttr,
 )
 from langchain_core.messages import AIMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -39,19 +43,22 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
 
+from pagefault.engines.thread_lock import warn_unserialized
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.graph.state import PagefaultState
 from pagefault.integrations.langchain_tools import embedded_store, memory_tools
 from pagefault.models.chat import token_model_name
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
+from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
 from pagefault.text.messages import message_text
 from pagefault.window.compaction import Compaction, acompact_window, compact_window
+from pagefault.window.cut_short import fold_cut_short, folded
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.run import MemoryRun
-from pagefault.window.thread_owner import claim_thread
+from pagefault.window.thread_owner import claim_thread, owner_of
 
 _OUTPUT_ONLY = OmitFromSchema(input=True, output=False)
 
@@ -67,6 +74,8 @@ class MemoryAgentState(AgentState):
     pressure_warned: NotRequired[Annotated[bool, _OUTPUT_ONLY]]
     compactions: NotRequired[Annotated[int, _OUTPUT_ONLY]]
     tokens: NotRequired[Annotated[dict[str, Any], _OUTPUT_ONLY]]
+    received: NotRequired[Annotated[str, PrivateStateAttr]]
+    """The checkpoint the last run's first step started from: the inputs saved before it are in the thread."""
 
 
 @dataclass
@@ -153,6 +162,26 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         self.store = store
         self.tools = memory_tools(self.context, store=store)
 
+    # -- the run's first step ----------------------------------------------------------------
+
+    def before_agent(self, state: MemoryAgentState, runtime: Any) -> dict[str, Any] | None:
+        """LangChain's first-step hook: put right what runs cut short on this thread left undone
+        (``window.cut_short.fold_cut_short``), on a thread this run's user and agent own."""
+        config = _config()
+        ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
+        owner = state.get("owner")
+        if owner and owner != owner_of(Scope(ctx.user_id, ctx.agent_id)):
+            return None  # the model call refuses the run
+        fold = fold_cut_short(list(state.get("messages", [])), config, state.get("received", ""))
+        update: dict[str, Any] = {"received": fold.received}
+        if fold.messages is not None:
+            update["messages"] = folded(fold)
+        return update
+
+    async def abefore_agent(self, state: MemoryAgentState, runtime: Any) -> dict[str, Any] | None:
+        """``before_agent`` for async runs, its checkpoint reads in a worker thread (which sees the run's config)."""
+        return await asyncio.to_thread(self.before_agent, state, runtime)
+
     # -- the model call ----------------------------------------------------------------------
 
     def wrap_model_call(
@@ -196,6 +225,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     def _begin(self, request: ModelRequest) -> "_Turn":
         runtime = request.runtime
         config = _config()
+        warn_unserialized(config)  # a create_agent app's runs take turns only when it is wrapped
         # The app owns every setting but who the run is for (and a few preferences): a run's context
         # that sets a server-owned field is refused (pagefault.serve.settings).
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)

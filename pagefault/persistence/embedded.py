@@ -4,10 +4,16 @@
 history and the source of truth for recall), ``store.sqlite`` (LangGraph SqliteStore: core
 memory), ``chroma/`` (archival and recall vectors) and ``lexical.sqlite`` (their BM25 shadow).
 Stop the process, start it again: everything is still there.
+
+Several processes may open one directory at once. Its ``locks`` file (``pagefault.engines.file_locks``)
+makes them take turns: runs on one thread (a graph of these files is a ``SerializedGraph``), edits of
+one core block, and the first-time setup of the files, which two processes starting together on a
+fresh directory would otherwise race on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 from contextlib import asynccontextmanager
@@ -18,10 +24,17 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from pagefault.graph.graph import PagefaultGraph, build_graph
+from pagefault.engines.file_locks import FileLocks, file_locks
+from pagefault.engines.locks import bind_locks
+from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
+from pagefault.graph.graph import build_graph
+
+#: Seconds a process waits for another one's first-time setup of the directory.
+SETUP_WAIT = 120.0
 
 
 @dataclass
@@ -35,10 +48,25 @@ class EmbeddedPersistence:
     checkpointer: SqliteSaver | AsyncSqliteSaver
     store: SqliteStore | AsyncSqliteStore
 
-    def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None) -> PagefaultGraph:
+    def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
+              wait: float = THREAD_WAIT) -> SerializedGraph:
         """A pagefault graph persisted here (``build_graph`` with this checkpointer and store), with the
-        app's ``tools`` and an explicit chat ``model`` (else the one the run's ``Context`` names)."""
-        return build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model)
+        app's ``tools`` and an explicit chat ``model`` (else the one the run's ``Context`` names). Its
+        runs on one thread take turns with every process on this directory, waiting at most ``wait``
+        seconds (then ``ThreadBusy``)."""
+        return serialized(build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model),
+                          wait=wait, locks=self.locks)
+
+    def serialized(self, agent: CompiledStateGraph[Any, Any, Any, Any], *, wait: float = THREAD_WAIT) -> SerializedGraph:
+        """``agent`` (a graph compiled with this checkpointer, e.g. a ``create_agent`` app with
+        ``PagefaultMiddleware``) with its runs on one thread taking turns with every process on this
+        directory, as ``graph()``'s do; ``wait``: seconds a run waits for the thread."""
+        return serialized(agent, wait=wait, locks=self.locks)
+
+    @property
+    def locks(self) -> FileLocks:
+        """The directory's locks, shared by every process that opens it."""
+        return file_locks(self.data_dir)
 
     def close(self) -> None:
         """Close the sync connections (the async variant closes itself on exit)."""
@@ -52,21 +80,40 @@ class EmbeddedPersistence:
         self.close()
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+def _connect(path: str, *, transactions: bool = False) -> sqlite3.Connection:
+    """A WAL connection to ``path``. ``transactions``: Python's own transactions (each saver call commits
+    once, so a process killed inside it leaves none of its rows: the checkpointer, whose step writes must
+    land together); else autocommit, row by row (the store)."""
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level="DEFERRED" if transactions else None,
+                           timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     return conn
+
+
+def _bound(p: EmbeddedPersistence) -> EmbeddedPersistence:
+    """``p`` with its checkpointer and store guarded by the directory's locks (``locks_of`` finds them)."""
+    bind_locks(p.checkpointer, p.locks)
+    bind_locks(p.store, p.locks)
+    return p
 
 
 def open_embedded(data_dir: str = ".pagefault") -> EmbeddedPersistence:
     """Open (creating if needed) the SQLite checkpointer and store under ``data_dir``."""
     path = os.path.abspath(os.path.expanduser(data_dir))
     os.makedirs(path, exist_ok=True)
-    saver = SqliteSaver(_connect(os.path.join(path, "checkpoints.sqlite")))
-    saver.setup()
-    store = SqliteStore(_connect(os.path.join(path, "store.sqlite")))
-    store.setup()
-    return EmbeddedPersistence(path, saver, store)
+    opened: list[sqlite3.Connection] = []
+    try:
+        with file_locks(path).hold("setup", timeout=SETUP_WAIT):  # one process at a time makes the files
+            opened.append(_connect(os.path.join(path, "checkpoints.sqlite"), transactions=True))
+            opened.append(_connect(os.path.join(path, "store.sqlite")))
+            saver, store = SqliteSaver(opened[0]), SqliteStore(opened[1])
+            saver.setup()
+            store.setup()
+    except BaseException:
+        for conn in opened:
+            conn.close()
+        raise
+    return _bound(EmbeddedPersistence(path, saver, store))
 
 
 @asynccontextmanager
@@ -75,8 +122,13 @@ async def open_embedded_async(data_dir: str = ".pagefault") -> AsyncIterator[Emb
     ``astream``: ``async with open_embedded_async(path) as p: ...``."""
     path = os.path.abspath(os.path.expanduser(data_dir))
     os.makedirs(path, exist_ok=True)
+    locks = file_locks(path)
     async with AsyncSqliteSaver.from_conn_string(os.path.join(path, "checkpoints.sqlite")) as saver, \
             AsyncSqliteStore.from_conn_string(os.path.join(path, "store.sqlite")) as store:
-        await saver.setup()
-        await store.setup()
-        yield EmbeddedPersistence(path, saver, store)
+        await asyncio.to_thread(locks.acquire, "setup", timeout=SETUP_WAIT)
+        try:
+            await saver.setup()
+            await store.setup()
+        finally:
+            await asyncio.to_thread(locks.release, "setup")
+        yield _bound(EmbeddedPersistence(path, saver, store))

@@ -27,7 +27,7 @@ from langchain_core.tools import BaseTool
 from pagefault.engines import connections as backends
 from pagefault.engines.connections import CONNECT_TIMEOUT, is_postgres_down, postgres_unavailable
 from pagefault.engines.locks import locks_for
-from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph
+from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.graph import build_graph
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 
@@ -57,7 +57,7 @@ class PostgresPersistence:
               wait: float = THREAD_WAIT) -> SerializedGraph:
         """A pagefault graph persisted here, whose runs on one thread take turns across replicas."""
         compiled = build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model)
-        return SerializedGraph(compiled, self.database_url, wait=wait)
+        return serialized(compiled, wait=wait, locks=locks_for(self.database_url))
 
     def close(self) -> None:
         """Close the sync pool (the async variant closes itself on exit)."""

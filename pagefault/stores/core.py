@@ -176,7 +176,7 @@ class CoreMemory:
     def append(self, label: str, text: str, *, provenance: Provenance | None = None) -> CoreBlock:
         """Add ``text`` as a new line of the block ``label``; ``provenance`` says where it came from."""
         _check_text(text)
-        with edit_lock(self.store, *self.namespace, str(label)):  # no lost update between replicas
+        with edit_lock(self.store, *self.namespace, str(label)):  # no lost update between processes sharing the store
             return self._append(label, text, provenance)
 
     def _append(self, label: str, text: str, provenance: Provenance | None) -> CoreBlock:

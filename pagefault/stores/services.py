@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 import chromadb
 from chromadb.api import ClientAPI
@@ -19,6 +21,7 @@ from chromadb.api.models.Collection import Collection
 from chromadb.config import Settings
 
 from pagefault.engines import connections as backends
+from pagefault.engines.file_locks import file_locks
 from pagefault.models.embeddings import OfflineEmbeddings
 from pagefault.stores.archival import ArchivalStore
 from pagefault.stores.index.hybrid import HybridIndex
@@ -78,7 +81,7 @@ class MemoryServices:
         # The BM25 shadow goes where the vectors go: beside a local Chroma, or shared beside a server.
         shared = backends.database_url(database_url) if server else ""
         key = (path, server, shared)
-        with _lock:
+        with _lock, _first_open(path, key, embedded=not (server and shared)):
             if key not in _open:
                 if not (server and shared):
                     os.makedirs(path, exist_ok=True)
@@ -120,6 +123,18 @@ class MemoryServices:
                 archival = ArchivalStore(archival_index, journal_path=None if server else index_path)
                 _open[key] = cls(path, emb, archival, recall, client, server, shared)
             return _open[key]
+
+
+@contextmanager
+def _first_open(path: str, key: tuple[str, str, str], *, embedded: bool) -> Iterator[None]:
+    """The directory's setup lock while this process first opens it (``open`` holds ``_lock``): two
+    processes making a fresh directory's Chroma and SQLite files at once would race on them."""
+    if key in _open or not embedded:
+        yield
+        return
+    os.makedirs(path, exist_ok=True)
+    with file_locks(path).hold("setup", timeout=120.0):
+        yield
 
 
 def resident_hybrid(client: ClientAPI, path: str, kind: str, emb: OfflineEmbeddings, *, page: int = 2_000) -> HybridIndex:

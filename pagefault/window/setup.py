@@ -63,11 +63,14 @@ class AgentSetup:
         """What one step of a run of this graph touches (``MemoryRun``), counted in its model's tokens."""
         return MemoryRun.open(ctx, store, config, self.counter(ctx))
 
-
     def context(self, runtime: Runtime[Any]) -> Context:
-        """The run's settings. In process, the run's ``Context`` as given. Served, the server's settings
-        with the client's fields, checked, and the user from LangGraph auth (``ServerSettings.for_run``)."""
-        ctx = runtime.context
+        """The run's settings, from inside the run (a node): ``run_context`` of its runtime's context."""
+        return self.run_context(runtime.context, _run_config())
+
+    def run_context(self, ctx: Any, config: RunnableConfig) -> Context:
+        """The settings of a run given ``ctx`` (the context it was started with) and its ``config``. In
+        process, the run's ``Context`` as given. Served, the server's settings with the client's fields,
+        checked, and the user from LangGraph auth in ``config`` (``ServerSettings.for_run``)."""
         if self.served is None:
             if ctx is None:
                 return Context()
@@ -75,7 +78,7 @@ class AgentSetup:
                 return Context(**ctx)
             return ctx
         client = dataclasses.asdict(ctx) if dataclasses.is_dataclass(ctx) and not isinstance(ctx, type) else ctx
-        return self.served.for_run(check_client_settings(client), identity_of(_run_config()))
+        return self.served.for_run(check_client_settings(client), identity_of(config))
 
 
 def _run_config() -> RunnableConfig:
