@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any
 
+from pagefault.cli.arguments import bounded_float
 from pagefault.consolidation.consolidate import ConsolidationPolicy, consolidate
 from pagefault.consolidation.sleeptime import judge_for
 from pagefault.graph.context import Context
@@ -19,14 +20,15 @@ from pagefault.window.run import core_memory
 CONSOLIDATE_COMMANDS = {"consolidate"}
 
 
+_DAYS = bounded_float(0, 365_000, "DAYS")  # up to a thousand years
+_SIMILARITY = bounded_float(0, 1, "a cosine similarity", low_open=True)
+
+
 def _expiry(text: str) -> tuple[str, float]:
     tag, sep, days = text.partition("=")
-    try:
-        if not sep or not tag:
-            raise ValueError
-        return tag, float(days) * 86_400
-    except ValueError:
+    if not sep or not tag:
         raise argparse.ArgumentTypeError(f"expected TAG=DAYS, got {text!r}")
+    return tag, _DAYS(days) * 86_400
 
 
 def add_consolidate_commands(sub: Any) -> None:
@@ -37,7 +39,7 @@ def add_consolidate_commands(sub: Any) -> None:
     p.add_argument("--agent", default="default", help="agent id")
     p.add_argument("--expire", action="append", type=_expiry, default=[], metavar="TAG=DAYS",
                    help="records with this tag stop being current DAYS after they became true (repeatable)")
-    p.add_argument("--similarity", type=float, default=ConsolidationPolicy.similarity,
+    p.add_argument("--similarity", type=_SIMILARITY, default=ConsolidationPolicy.similarity,
                    help="cosine similarity at which records without a fact key count as near duplicates")
     p.add_argument("--model", default=os.environ.get("PAGEFAULT_MODEL", "offline"),
                    help="'offline' (rules) or a chat model id used to rewrite full core blocks")
@@ -48,10 +50,10 @@ def run_consolidate_command(args: argparse.Namespace, out: Any = None) -> int:
     out = out or sys.stdout
     scope = Scope(args.user, args.agent)
     policy = ConsolidationPolicy(similarity=args.similarity, expire_after=dict(args.expire))
+    ctx = Context(user_id=scope.user_id, agent_id=scope.agent_id, data_dir=args.data_dir)  # checked before any file opens
     svc = MemoryServices.open(args.data_dir)
     with open_persistence(args.data_dir) as persistence:
-        core = core_memory(persistence.store, Context(user_id=scope.user_id, agent_id=scope.agent_id,
-                                                      data_dir=args.data_dir))
+        core = core_memory(persistence.store, ctx)
         report = consolidate(svc.archival, scope, core, policy, judge_for(args.model))
     print(json.dumps(report.to_json()), file=out)
     return 0

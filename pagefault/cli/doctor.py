@@ -1,4 +1,5 @@
-"""``pagefault doctor``: which engines hold the memory, and whether each one answers."""
+"""``pagefault doctor``: which engines hold the memory, whether each one answers, and whether the data
+directory and the settings are sound (one ``problem:`` line each, naming the file or setting)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ OPS_COMMANDS = {"doctor"}
 
 def add_ops_commands(sub: Any) -> None:
     p = sub.add_parser("doctor", help="show the configured engines (SQLite, Postgres, Chroma) and check each answers",
-                       description="Exit status 0 when every configured engine answers, 1 when one does not.")
+                       description="Exit status 0 when every configured engine answers and the data directory and settings "
+                                   "are sound, 1 when not (one 'problem:' line each, naming the file or setting).")
     p.add_argument("--data-dir", default=None, help="embedded store directory (default: $PAGEFAULT_DATA_DIR or .pagefault)")
     p.add_argument("--database-url", default=None, help="Postgres URL (default: $PAGEFAULT_DATABASE_URL)")
     p.add_argument("--chroma-url", default=None, help="Chroma server URL (default: $PAGEFAULT_CHROMA_URL)")
@@ -23,6 +25,6 @@ def add_ops_commands(sub: Any) -> None:
 
 def run_ops_command(args: argparse.Namespace, out: Any = None) -> int:
     out = out or sys.stdout
-    checks = diagnose(args.data_dir, args.database_url, args.chroma_url)
-    print(json.dumps(as_json(checks), indent=2) if args.json else report(checks), file=out)
-    return 0 if all(c.ok for c in checks) else 1
+    diagnosis = diagnose(args.data_dir, args.database_url, args.chroma_url)
+    print(json.dumps(as_json(diagnosis), indent=2) if args.json else report(diagnosis), file=out)
+    return 0 if diagnosis.ok else 1

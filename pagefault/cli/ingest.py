@@ -13,6 +13,7 @@ import os
 import sys
 from typing import Any
 
+from pagefault.cli.arguments import bounded_int
 from pagefault.maintenance.documents import DEFAULT_PASSAGE_CHARS, ingest_document
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
@@ -27,7 +28,8 @@ def add_ingest_commands(sub: Any) -> None:
     p.add_argument("--user", default="default", help="user id whose archival memory receives the passages")
     p.add_argument("--agent", default="default", help="agent id")
     p.add_argument("--tag", action="append", default=[], help="tag every passage (repeatable)")
-    p.add_argument("--max-chars", type=int, default=DEFAULT_PASSAGE_CHARS, help="longest passage in characters")
+    p.add_argument("--max-chars", type=bounded_int(100, 100_000, "characters"), default=DEFAULT_PASSAGE_CHARS,
+                   help="longest passage in characters (100 to 100,000)")
     p.add_argument("--data-dir", default=os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"),
                    help="embedded store directory (default: $PAGEFAULT_DATA_DIR or .pagefault)")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress bar")

@@ -25,8 +25,13 @@ DEFAULT_PERSONA = (
 )
 
 
+BUILTIN_DEFAULTS: dict[str, Any] = {}
+"""Each ``Context`` field's built-in default, the value it takes when ``PAGEFAULT_<FIELD>`` is not set."""
+
+
 def _env(name: str, default: Any) -> Callable[[], Any]:
     """A default factory: ``PAGEFAULT_<NAME>`` if set (coerced to the default's type), else the default."""
+    BUILTIN_DEFAULTS[name] = default
 
     def read() -> Any:
         raw = os.environ.get(f"PAGEFAULT_{name.upper()}")
@@ -118,19 +123,46 @@ class Context:
         if self.untrusted_core_edits not in CORE_EDIT_POLICIES:
             raise ValueError(f"untrusted_core_edits must be one of {', '.join(CORE_EDIT_POLICIES)}, "
                              f"got {self.untrusted_core_edits!r}")
-        if self.context_window < 256:
-            raise ValueError(f"context_window must be at least 256 tokens, got {self.context_window}")
+        for name, (low, high, unit) in NUMERIC_BOUNDS.items():
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be from {low:,} to {high:,} {unit}, got {value!r}{_from_env(name, value)}")
         if not 0 < self.compaction_target < self.compaction_trigger <= 1:
             raise ValueError("need 0 < compaction_target < compaction_trigger <= 1, got "
-                             f"{self.compaction_target} and {self.compaction_trigger}")
+                             f"{self.compaction_target} and {self.compaction_trigger}"
+                             f"{_from_env('compaction_target', self.compaction_target)}"
+                             f"{_from_env('compaction_trigger', self.compaction_trigger)}")
         if not 0 < self.warning_fraction <= self.compaction_trigger:
-            raise ValueError("warning_fraction must be in (0, compaction_trigger]")
-        if self.consolidate_every < 0:
-            raise ValueError(f"consolidate_every must be 0 (off) or a number of turns, got {self.consolidate_every}")
-        if not 1 <= self.top_k <= 50:
-            raise ValueError("top_k must be between 1 and 50")
-        if not 100 <= self.core_block_limit <= 100_000:
-            raise ValueError("core_block_limit must be from 100 to 100000 characters (every block is in every prompt)")
+            raise ValueError(f"warning_fraction must be in (0, compaction_trigger], got {self.warning_fraction}"
+                             f"{_from_env('warning_fraction', self.warning_fraction)}")
+
+
+NUMERIC_BOUNDS: dict[str, tuple[int, int, str]] = {
+    "context_window": (256, 10_000_000, "tokens"),
+    "core_block_limit": (100, 100_000, "characters (every block is in every prompt)"),
+    "top_k": (1, 50, "results"),
+    "consolidate_every": (0, 1_000_000, "user turns (0 turns it off)"),
+}
+"""The range (inclusive) of each integer setting of ``Context``, and its unit: ``Context.validate``
+refuses a value outside it, whether a run gave it or ``PAGEFAULT_<FIELD>`` did. The fractions
+(``warning_fraction``, ``compaction_trigger``, ``compaction_target``) are each within (0, 1], in that
+order."""
+
+
+def _from_env(name: str, value: Any) -> str:
+    """`` (PAGEFAULT_<NAME>)`` when that variable holds ``value``: the message then says where it came from."""
+    raw = os.environ.get(f"PAGEFAULT_{name.upper()}")
+    try:
+        parsed = type(value)(raw) if raw is not None else None
+    except ValueError:
+        parsed = None
+    same = parsed is not None and (parsed == value or parsed != parsed and value != value)  # nan is no value's equal
+    return f" (PAGEFAULT_{name.upper()})" if same else ""
+
+
+def builtin_context() -> Context:
+    """A ``Context`` of the built-in defaults, whatever the environment's ``PAGEFAULT_<FIELD>`` say."""
+    return Context(**BUILTIN_DEFAULTS)
 
 
 # The reference (pdoc) shows a class's docstring, not its fields' metadata: list each field there.

@@ -1,22 +1,70 @@
-"""What the memory runs on, and whether each engine answers (``pagefault doctor``).
+"""What the memory runs on, whether each engine answers, and whether the data directory is sound
+(``pagefault doctor``).
 
 Reads the same settings a run does (``PAGEFAULT_DATABASE_URL``, ``PAGEFAULT_CHROMA_URL``,
 ``PAGEFAULT_DATA_DIR``, or explicit values) and checks each tier where it lives: threads and core
-memory, archival and recall vectors, and their BM25 index. Nothing is created or changed; a table
-that is missing is reported as made on first use.
+memory, archival and recall vectors, and their BM25 index. On the data directory it checks that it
+is a directory this process can write (or can make), that every file pagefault keeps there is what
+it should be (each SQLite file a SQLite database with that file's tables, the Chroma directory one
+Chroma opens), and that no import was left half done. Nothing of pagefault's is created or changed
+(opening Chroma notes the open in Chroma's own bookkeeping, as every open does); a table that is
+missing is reported as made on first use.
+
+``data_dir_problems`` is the same check of the directory without the slow parts (SQLite's
+``quick_check``, opening Chroma): the CLI runs it before every command, so a bad directory is one
+line naming the file, never a traceback from deep inside a store.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from pagefault.engines import connections as backends
+from pagefault.engines.file_locks import LOCK_FILE
+from pagefault.graph.context import Context
+from pagefault.maintenance.transfer import IMPORT_JOURNAL, IMPORT_LOCK, unfinished_import
+from pagefault.stores.services import ARCHIVAL_RECENT_FILE, RECALL_FILE
 
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_writes", "checkpoint_blobs", "store")
 INDEX_KINDS = ("archival", "recall", "recall_unit")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+CHROMA_DIR = "chroma"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A SQLite file pagefault keeps in a data directory: its ``name`` there (a path relative to the
+    directory), the ``tier`` that ``pagefault doctor`` lists it under, what it ``holds`` (for
+    messages), and the ``tables`` it makes (a SQLite database with tables but none of these is some
+    other program's file; one with only some is one whose setup was cut short, which the next open
+    finishes)."""
+
+    name: str
+    tier: str
+    holds: str
+    tables: tuple[str, ...]
+
+
+DATA_FILES: tuple[DataFile, ...] = (
+    DataFile("checkpoints.sqlite", "threads", "the threads", ("checkpoints", "writes")),
+    DataFile("store.sqlite", "core memory", "core memory", ("store",)),
+    DataFile("lexical.sqlite", "BM25 index", "the BM25 index", tuple(f"{kind}_docs" for kind in INDEX_KINDS)),
+    DataFile(RECALL_FILE, "recall vectors", "recall's vectors", ("records", "notes", "records_log")),
+    DataFile(ARCHIVAL_RECENT_FILE, "archival, recent writes", "archival's recent writes", ("records", "notes", "records_log")),
+    DataFile(f"{CHROMA_DIR}/chroma.sqlite3", "archival", "archival memory (Chroma's database)",
+             ("collections", "segments", "embeddings", "migrations")),
+)
+"""Every SQLite file of an embedded data directory (besides each one's ``-wal`` and ``-shm``, which
+SQLite itself checks and rebuilds)."""
+LOCK_FILES: tuple[str, ...] = (LOCK_FILE, IMPORT_LOCK)
+"""Files of a data directory that processes only lock (their bytes mean nothing): each must be a
+file this process can write. They are checked without being opened, since closing a lock file drops
+the locks the process holds on it."""
 
 
 @dataclass
@@ -31,6 +79,177 @@ class Check:
 
     def line(self) -> str:
         return f"{'ok  ' if self.ok else 'DOWN'}  {self.tier:<22} {self.engine:<18} {self.where}\n      {self.detail}"
+
+
+@dataclass
+class Diagnosis:
+    """What ``pagefault doctor`` found: a ``Check`` per tier (``checks``) and, one line each naming
+    the file or setting, the ``problems`` of the data directory and the environment's settings."""
+
+    checks: list[Check]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        """Every engine answered and nothing is wrong with the data directory or the settings."""
+        return all(c.ok for c in self.checks) and not self.problems
+
+
+# --- the data directory ---------------------------------------------------------------------------
+
+
+def _not_writable(path: str) -> str:
+    """Why ``path`` (which exists) cannot be written by this process."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "is on a read-only file system"
+    except OSError:
+        pass
+    return f"is not writable by this user (mode {stat.filemode(os.stat(path).st_mode)})"
+
+
+def _writable(path: str) -> bool:
+    return os.access(path, os.W_OK | os.X_OK if os.path.isdir(path) else os.W_OK)
+
+
+def _directory_problem(path: str) -> str | None:
+    """Why ``path`` cannot be a data directory (it is something else, or cannot be written or made)."""
+    if os.path.isdir(path):
+        return None if _writable(path) else f"{path}: the data directory {_not_writable(path)}"
+    if os.path.lexists(path):
+        return f"{path}: the data directory is a file, not a directory"
+    parent = os.path.dirname(path)
+    while parent and not os.path.lexists(parent) and parent != os.path.dirname(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"{path}: the data directory cannot be made: {parent} is a file, not a directory"
+    if not _writable(parent):
+        return f"{path}: the data directory cannot be made: {parent} {_not_writable(parent)}"
+    return None
+
+
+def _sqlite_tables(path: str, *, immutable: bool) -> set[str]:
+    uri = f"file:{path}?mode=ro" + ("&immutable=1" if immutable else "")
+    conn = sqlite3.connect(uri, uri=True, timeout=5)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+
+
+def _quick_check(path: str) -> str:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        said = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
+        return " ".join(part.strip("* ") for part in said.splitlines() if part.strip("* "))  # one line
+    finally:
+        conn.close()
+
+
+def _file_status(path: str, data_file: DataFile, *, directory_ok: bool, thorough: bool) -> tuple[str | None, str]:
+    """(the problem with ``path`` as ``data_file``, one line naming it, or None; what it holds)."""
+    if not os.path.lexists(path):
+        return None, "made on first use"
+    if not os.path.isfile(path):
+        return f"{path}: is not a file, so it cannot hold {data_file.holds} (a SQLite database)", ""
+    if not os.access(path, os.R_OK):
+        return f"{path}: is not readable by this user", ""
+    if directory_ok and not os.access(path, os.W_OK):
+        return f"{path}: {_not_writable(path)}", ""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as e:
+        return f"{path}: cannot be read: {e.strerror}", ""
+    if not head:
+        return None, "empty: made on first use"
+    if head != SQLITE_MAGIC:
+        return (f"{path}: is not a SQLite database, so {data_file.holds} cannot be read from it (move it away, "
+                "or restore it from a backup)"), ""
+    try:
+        # Without a writable directory SQLite cannot make the files a read needs: read the main file as it is.
+        tables = _sqlite_tables(path, immutable=not directory_ok)
+        verdict = _quick_check(path) if thorough and directory_ok else "ok"
+    except sqlite3.Error as e:
+        return f"{path}: is an unreadable SQLite database ({' '.join(str(e).split())})", ""
+    if verdict != "ok":
+        return f"{path}: is a damaged SQLite database ({verdict})", ""
+    if not tables:
+        return None, "empty: made on first use"
+    if not tables & set(data_file.tables):
+        return (f"{path}: is a SQLite database, but it does not hold {data_file.holds} (it has none of the tables "
+                f"{', '.join(data_file.tables)})"), ""
+    return None, f"{len(tables)} tables"
+
+
+def _chroma_problem(chroma_dir: str) -> str | None:
+    """Why the Chroma directory does not open (or count its collections), if it does not."""
+    if not os.path.exists(os.path.join(chroma_dir, "chroma.sqlite3")):
+        return None  # nothing to open: Chroma makes it on first use
+    try:
+        import chromadb
+        from chromadb.config import Settings
+
+        client = chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False,
+                                                                               allow_reset=False))
+        for c in client.list_collections():
+            client.get_collection(c.name).count()
+    except Exception as e:  # whatever Chroma raises, the directory does not open: say so, in one line
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"{chroma_dir}: Chroma does not open it ({type(e).__name__}: {detail})"
+    return None
+
+
+def data_dir_problems(data_dir: str, *, thorough: bool = False) -> list[str]:
+    """What is wrong with ``data_dir`` as an embedded data directory, one line each naming the path:
+    it is not a directory this process can write (or make), or a file pagefault keeps there is not
+    what it should be. ``thorough`` (``pagefault doctor``): also run SQLite's ``quick_check`` on
+    each database, open the Chroma directory, and report an import left half done; without it the
+    check reads only each file's header and table list, cheap enough to run before every command."""
+    return [p for p in _data_dir_statuses(os.path.abspath(os.path.expanduser(data_dir)), thorough)[0] if p]
+
+
+def _data_dir_statuses(path: str, thorough: bool) -> tuple[list[str | None], dict[str, str]]:
+    """(the problems of the directory at ``path`` (None where a part is fine), what each file holds by name)."""
+    directory = _directory_problem(path)
+    problems: list[str | None] = [directory]
+    details: dict[str, str] = {}
+    if not os.path.isdir(path):
+        return problems, {f.name: "made on first use" for f in DATA_FILES}
+    chroma_dir = os.path.join(path, CHROMA_DIR)
+    if os.path.lexists(chroma_dir) and not os.path.isdir(chroma_dir):
+        problems.append(f"{chroma_dir}: is a file, not Chroma's directory")
+    elif os.path.isdir(chroma_dir) and directory is None and not _writable(chroma_dir):
+        problems.append(f"{chroma_dir}: {_not_writable(chroma_dir)}")
+    for name in LOCK_FILES:
+        lock = os.path.join(path, name)
+        if os.path.lexists(lock) and not os.path.isfile(lock):
+            problems.append(f"{lock}: is not a file, so processes cannot take turns on it")
+        elif os.path.isfile(lock) and directory is None and not os.access(lock, os.W_OK):
+            problems.append(f"{lock}: {_not_writable(lock)}")
+    for data_file in DATA_FILES:
+        problem, details[data_file.name] = _file_status(os.path.join(path, data_file.name), data_file,
+                                                        directory_ok=directory is None, thorough=thorough)
+        problems.append(problem)
+    if thorough and not any(problems):
+        problems.append(_chroma_problem(chroma_dir))
+    if thorough:
+        pending = unfinished_import(path)
+        journal = os.path.join(path, IMPORT_JOURNAL)
+        problems.append(None if pending is None else pending if journal in pending else f"{journal}: {pending}")
+    return problems, details
+
+
+def settings_problem() -> str | None:
+    """Why the environment's ``PAGEFAULT_<FIELD>`` settings are refused (``Context()`` raises), or None."""
+    try:
+        Context()
+    except ValueError as e:
+        return f"settings: {str(e).splitlines()[0]}"
+    return None
+
+
+# --- the engines ----------------------------------------------------------------------------------
 
 
 def _postgres(url: str) -> tuple[bool, str, set[str]]:
@@ -67,25 +286,38 @@ def _chroma_server(url: str) -> tuple[bool, str]:
         return False, f"unreachable: {e}"
 
 
-def _sqlite(path: str) -> tuple[bool, str]:
-    if not os.path.exists(path):
-        return True, "made on first use"
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        try:
-            n = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
-        finally:
-            conn.close()
-        return True, f"{n} tables"
-    except sqlite3.Error as e:
-        return False, f"unreadable: {e}"
+def uses_data_dir(database_url: str, chroma_url: str) -> bool:
+    """Whether a setup keeps anything in its data directory: all but Postgres with a Chroma server do."""
+    return not (database_url and chroma_url)
 
 
 def diagnose(data_dir: str | None = None, database_url: str | None = None,
-             chroma_url: str | None = None) -> list[Check]:
-    """A check per tier, for explicit settings or (where None) the environment's."""
+             chroma_url: str | None = None) -> Diagnosis:
+    """A check per tier and the problems found, for explicit settings or (where None) the environment's:
+    ``data_dir`` (default ``PAGEFAULT_DATA_DIR``, else ``.pagefault``), ``database_url`` (Postgres)
+    and ``chroma_url`` (a Chroma server)."""
     data_dir = os.path.abspath(os.path.expanduser(data_dir or os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault")))
     db, server = backends.database_url(database_url), backends.chroma_url(chroma_url)
+    problems: list[str | None] = [settings_problem()]
+    details: dict[str, str] = {}
+    if uses_data_dir(db, server):
+        found, details = _data_dir_statuses(data_dir, thorough=True)
+        problems += found
+
+    def about(where: str) -> str | None:
+        """What the first problem of ``where`` (or of the whole directory) says, without the path."""
+        for prefix in (f"{where}: ", f"{where}/", f"{data_dir}: "):
+            said = next((p[len(prefix):] for p in problems if p and p.startswith(prefix)), None)
+            if said is not None:
+                return said
+        return None
+
+    def local(data_file: DataFile) -> tuple[str, bool, str]:
+        where = os.path.join(data_dir, data_file.name)
+        said = about(where)
+        return where, said is None, said or details.get(data_file.name, "made on first use")
+
+    files = {f.name: f for f in DATA_FILES}
     checks: list[Check] = []
     pg_ok, pg_detail, tables = _postgres(db) if db else (False, "", set())
     if db:
@@ -93,9 +325,8 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         checks.append(Check("threads + core memory", backends.POSTGRES, where, pg_ok,
                             pg_detail + ("; " + _tables(tables, LANGGRAPH_TABLES) if pg_ok else "")))
     else:
-        for tier, name in (("threads", "checkpoints.sqlite"), ("core memory", "store.sqlite")):
-            ok, detail = _sqlite(os.path.join(data_dir, name))
-            checks.append(Check(tier, "SQLite", os.path.join(data_dir, name), ok, detail))
+        for name in ("checkpoints.sqlite", "store.sqlite"):
+            checks.append(Check(files[name].tier, "SQLite", *local(files[name])))
     if server:
         ok, detail = _chroma_server(server)
         checks.append(Check("archival + recall", backends.CHROMA, backends.public_url(server), ok, detail))
@@ -104,19 +335,15 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
             checks.append(Check("BM25 index", backends.POSTGRES, backends.public_url(db), pg_ok,
                                 pg_detail + ("; " + _tables(tables, lexical) if pg_ok else "")))
     else:
-        chroma_dir = os.path.join(data_dir, "chroma")
-        checks.append(Check("archival", "Chroma (embedded)", chroma_dir, True,
-                            "directory present" if os.path.isdir(chroma_dir) else "made on first use"))
-        recent = os.path.join(data_dir, "archival_recent.sqlite")  # ``services.ARCHIVAL_RECENT_FILE``
-        ok, detail = _sqlite(recent)
-        checks.append(Check("archival, recent writes", "SQLite + numpy", recent, ok, detail))
-        recall = os.path.join(data_dir, "recall.sqlite")  # ``pagefault.stores.services.RECALL_FILE``
-        ok, detail = _sqlite(recall)
-        checks.append(Check("recall vectors", "SQLite + numpy", recall, ok, detail))
+        chroma_dir = os.path.join(data_dir, CHROMA_DIR)
+        said = about(chroma_dir)
+        checks.append(Check("archival", "Chroma (embedded)", chroma_dir, said is None,
+                            said or ("opens" if os.path.isdir(chroma_dir) else "made on first use")))
+        checks.append(Check(files[ARCHIVAL_RECENT_FILE].tier, "SQLite + numpy", *local(files[ARCHIVAL_RECENT_FILE])))
+        checks.append(Check(files[RECALL_FILE].tier, "SQLite + numpy", *local(files[RECALL_FILE])))
     if not (server and db):
-        ok, detail = _sqlite(os.path.join(data_dir, "lexical.sqlite"))
-        checks.append(Check("BM25 index", "SQLite", os.path.join(data_dir, "lexical.sqlite"), ok, detail))
-    return checks
+        checks.append(Check("BM25 index", "SQLite", *local(files["lexical.sqlite"])))
+    return Diagnosis(checks, [p for p in problems if p])
 
 
 def setup_name(checks: list[Check]) -> str:
@@ -130,12 +357,20 @@ def setup_name(checks: list[Check]) -> str:
     return "embedded (one process)"
 
 
-def report(checks: list[Check]) -> str:
-    down = [c for c in checks if not c.ok]
+def report(diagnosis: Diagnosis) -> str:
+    """The diagnosis as text: a line per tier, a ``problem:`` line per problem (each naming the file or
+    setting), then a summary line (``all reachable`` when there is nothing to fix)."""
+    checks = diagnosis.checks
+    down = dict.fromkeys(c.engine for c in checks if not c.ok and c.engine in (backends.POSTGRES, backends.CHROMA))
+    summary = [f"unreachable: {', '.join(down)}"] if down else []
+    if diagnosis.problems:
+        summary.append(f"{len(diagnosis.problems)} problem(s) to fix")
     lines = [f"pagefault doctor: {setup_name(checks)}", *(c.line() for c in checks),
-             "all reachable" if not down else f"unreachable: {', '.join(dict.fromkeys(c.engine for c in down))}"]
+             *(f"problem: {p}" for p in diagnosis.problems), "; ".join(summary) or "all reachable"]
     return "\n".join(lines)
 
 
-def as_json(checks: list[Check]) -> dict[str, Any]:
-    return {"setup": setup_name(checks), "ok": all(c.ok for c in checks), "checks": [asdict(c) for c in checks]}
+def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The diagnosis as JSON: the setup, ``ok``, each check and the problems."""
+    return {"setup": setup_name(diagnosis.checks), "ok": diagnosis.ok, "checks": [asdict(c) for c in diagnosis.checks],
+            "problems": diagnosis.problems}

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from pagefault.graph.context import Context
+from pagefault.graph.context import Context, builtin_context
 from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
 
 CLIENT_FIELDS: tuple[str, ...] = ("user_id", "agent_id", "model", "persona", "top_k", "guard",
@@ -141,8 +141,16 @@ def allowed_models(base: Context) -> tuple[str, ...]:
 @functools.cache
 def served_settings() -> "ServerSettings":
     """The settings of the graph this process serves, read from its environment once, when the server
-    first imports the graph (or its auth module): what Studio's form shows is what runs use."""
-    return ServerSettings.from_env()
+    first imports the graph (or its auth module): what Studio's form shows is what runs use.
+
+    An environment whose settings ``Context`` refuses (``PAGEFAULT_CONTEXT_WINDOW=0``) does not stop
+    the import, which every ``import pagefault`` does (the CLI, a library that never serves): the
+    served graph refuses each run with that one-line message instead (``ServerSettings.problem``),
+    before anything of the run is written, and ``pagefault doctor`` reports it."""
+    try:
+        return ServerSettings.from_env()
+    except ValueError as e:
+        return ServerSettings.refusing(str(e).splitlines()[0])
 
 
 @dataclass(frozen=True)
@@ -154,13 +162,16 @@ class ServerSettings:
     models a client may pick (``base.model`` first). ``require_user``: a run with no authenticated
     user must name its ``user_id`` (the served graph); the middleware falls back to the app's own
     ``user_id`` instead. ``defaults``: ``Context()`` as the environment gives it, made once, to tell
-    the fields a run's whole ``Context`` set from the ones it left at their defaults.
+    the fields a run's whole ``Context`` set from the ones it left at their defaults. ``problem``:
+    why the environment's settings were refused, when they were (``served_settings``); '' when they
+    were not. Settings with a problem refuse every run with it (``for_run``).
     """
 
     base: Context
     allowed_models: tuple[str, ...]
     require_user: bool = True
     defaults: Context = field(default_factory=Context)
+    problem: str = ""
 
     @classmethod
     def from_env(cls) -> "ServerSettings":
@@ -168,6 +179,13 @@ class ServerSettings:
         models its clients may pick (its own, then ``PAGEFAULT_ALLOWED_MODELS``)."""
         base = Context()
         return cls(base, allowed_models(base), defaults=base)
+
+    @classmethod
+    def refusing(cls, problem: str) -> "ServerSettings":
+        """Settings that refuse every run with ``problem`` (the environment's settings that ``Context``
+        refused); the built-in defaults stand in for them in what the graph shows (Studio's form)."""
+        base = builtin_context()
+        return cls(base, (base.model,), defaults=base, problem=problem)
 
     @classmethod
     def of_app(cls, base: Context) -> "ServerSettings":
@@ -179,6 +197,8 @@ class ServerSettings:
         """The run's ``Context``: the server's settings with the ``client``'s (already checked) fields,
         scoped to the authenticated user where there is one (``identity``). ``partial``: settings that a run will
         complete (an assistant's), so a missing ``user_id`` is not refused yet."""
+        if self.problem:
+            raise SettingsError(f"this server's settings are invalid, so it runs nothing: {self.problem}")
         model = client.get("model", self.base.model)
         if model not in self.allowed_models:
             raise SettingsError(f"model {model!r} is not allowed on this server; choose one of: "
