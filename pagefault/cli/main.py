@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import tempfile
 import uuid
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, Iterable, Iterator, NoReturn, cast
 
+from chromadb.errors import ChromaError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -16,10 +18,13 @@ from pagefault.cli.consolidate import CONSOLIDATE_COMMANDS, add_consolidate_comm
 from pagefault.cli.doctor import OPS_COMMANDS, add_ops_commands, run_ops_command
 from pagefault.cli.import_history import HISTORY_COMMANDS, add_history_commands, run_history_command
 from pagefault.cli.ingest import INGEST_COMMANDS, add_ingest_commands, run_ingest_command
+from pagefault.cli.inspect import INSPECT_COMMANDS, add_inspect_commands, run_inspect_command
 from pagefault.cli.memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
 from pagefault.cli.replay import REPLAY_COMMANDS, add_replay_commands, run_replay_command
+from pagefault.engines import connections as backends
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
+from pagefault.maintenance.doctor import data_dir_problems, uses_data_dir
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 from pagefault.persistence.postgres import PostgresPersistence, open_persistence
 from pagefault.stores.core import CoreMemory
@@ -218,8 +223,64 @@ def run_chat(args: argparse.Namespace, inp=sys.stdin, out=sys.stdout) -> None:
                 print(f"error: {type(e).__name__}: {e}", file=out)
 
 
+class CommandLineParser(argparse.ArgumentParser):
+    """The CLI's parser (its subcommands' too): a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``message`` as one line, with where to find the usage, and exit with status 2."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+#: Commands that keep threads and core memory in the data directory's SQLite files whatever the setup.
+EMBEDDED_COMMANDS = frozenset({"demo", "export", "import", "inspect", "import-history"})
+
+
+def environment_problem(args: argparse.Namespace) -> str | None:
+    """What stops ``args.command`` before it writes anything, as one line: the environment's settings
+    (``PAGEFAULT_<FIELD>``, checked by ``Context``), the file it would write (``export -o``: its
+    directory must exist and be writable), then the data directory it would use (not a writable
+    directory, or a file there that is not what it should be). ``doctor`` reports these itself."""
+    if args.command == "doctor":
+        return None
+    Context()  # a ValueError naming the setting
+    output = vars(args).get("output")  # a file the command writes (export -o), checked before the work
+    if output not in (None, "-"):
+        folder = os.path.dirname(os.path.abspath(output))
+        if not os.path.isdir(folder):
+            return f"cannot write {output}: {folder} is not a directory" if os.path.exists(folder) else \
+                f"cannot write {output}: no such directory {folder}"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot write {output}: {folder} is not writable"
+    if args.data_dir is None or not (args.command in EMBEDDED_COMMANDS or
+                                     uses_data_dir(backends.database_url(), backends.chroma_url())):
+        return None
+    problems = data_dir_problems(args.data_dir)
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 1} more problem(s): see pagefault doctor --data-dir {args.data_dir})"
+    return problems[0] + (more if len(problems) > 1 else "")
+
+
+def error_line(error: BaseException, data_dir: str | None) -> str:
+    """The one line a command's ``error`` becomes, naming the file where the error does
+    (``data_dir``: the data directory the command used, named when a database failed in it)."""
+    where = os.path.abspath(data_dir) if data_dir else "the data directory"
+    if isinstance(error, OSError) and error.filename is not None and not isinstance(error, backends.ServiceUnavailable):
+        return f"{error.filename}: {error.strerror or error}"
+    if isinstance(error, sqlite3.Error):
+        return f"{where}: a database there failed ({error}); pagefault doctor --data-dir {where} checks each file"
+    if isinstance(error, ChromaError):
+        return f"{os.path.join(where, 'chroma')}: Chroma failed ({type(error).__name__}: {error})"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def main(argv: Iterable[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="pagefault", description="MemGPT-style memory for LangGraph agents")
+    """The ``pagefault`` command (``argv``: its arguments, default ``sys.argv[1:]``); returns the exit
+    status. Every command's settings and data directory are checked before it writes anything, and an
+    error from a bad environment (settings, a data directory, a file, an unreachable engine) is one
+    line on stderr with status 2, never a traceback."""
+    parser = CommandLineParser(prog="pagefault", description="MemGPT-style memory for LangGraph agents")
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run the paging demo (offline, in a fresh temporary directory)")
     d.add_argument("--data-dir", default=None, help="keep the demo's stores here instead of a temp directory")
@@ -231,7 +292,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     c.add_argument("--model", default=None, help="model id, e.g. openai:gpt-4o-mini (default: offline)")
     c.add_argument("--trace", action="store_true", help="show page faults as they happen")
     # Each group of subcommands registers its parsers and names the function that runs them.
-    groups = [(add_memory_commands, MEMORY_COMMANDS, run_memory_command),  # export, import, inspect
+    groups = [(add_memory_commands, MEMORY_COMMANDS, run_memory_command),  # export, import
+              (add_inspect_commands, INSPECT_COMMANDS, run_inspect_command),  # inspect (--web)
               (add_history_commands, HISTORY_COMMANDS, run_history_command),  # import-history
               (add_ops_commands, OPS_COMMANDS, run_ops_command),  # doctor
               (add_replay_commands, REPLAY_COMMANDS, run_replay_command),  # replay
@@ -243,6 +305,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         runners.update(dict.fromkeys(names, run))
     args = parser.parse_args(list(argv) if argv is not None else None)
     try:
+        problem = environment_problem(args)
+        if problem is not None:
+            print(f"pagefault: {problem}", file=sys.stderr)
+            return 2
         if args.command == "demo":
             run_demo(args.data_dir)
         elif args.command in runners:
@@ -250,8 +316,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         else:
             args.thread = args.thread or f"thread-{uuid.uuid4().hex[:8]}"
             run_chat(args)
-    except ValueError as e:
-        print(f"pagefault: {e}", file=sys.stderr)
+    except (ValueError, OSError, sqlite3.Error, ChromaError) as e:  # ServiceUnavailable is an OSError
+        print(f"pagefault: {error_line(e, args.data_dir)}", file=sys.stderr)
         return 2
     return 0
 

@@ -14,19 +14,33 @@ tools and prompt); a thread that never reached the model is measured as it stand
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import HumanMessage
 
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
-from pagefault.persistence.embedded import EmbeddedPersistence
 from pagefault.stores.core import CoreBlock
 from pagefault.window.main_context import SEGMENTS
 from pagefault.window.run import users_before
 from pagefault.window.setup import AgentSetup
 
 BAR_WIDTH = 40
+
+
+class Persisted(Protocol):
+    """Where an overview reads a thread and its user's core memory: a LangGraph ``checkpointer`` and
+    ``store`` (``open_embedded``'s, ``open_postgres``'s or a LangGraph server's own), and ``data_dir``,
+    named in the error for a thread that is not there."""
+
+    @property
+    def checkpointer(self) -> Any: ...
+
+    @property
+    def store(self) -> Any: ...
+
+    @property
+    def data_dir(self) -> str: ...
 
 
 @dataclass
@@ -68,7 +82,7 @@ class Overview:
         return int(self.ctx.compaction_trigger * self.window)
 
 
-def thread_overview(persistence: EmbeddedPersistence, ctx: Context, thread_id: str) -> Overview:
+def thread_overview(persistence: Persisted, ctx: Context, thread_id: str) -> Overview:
     """Read a thread's latest checkpoint and the user's stores; ValueError if there is no such thread."""
     tup = persistence.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
     if tup is None:

@@ -100,19 +100,35 @@ def _unauthorized(detail: str) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": "Bearer"})
 
 
+class TokenRejected(ValueError):
+    """A request without a bearer token, or whose token does not verify; the message says which, in one line."""
+
+
+def verified_user(authorization: str | None, config: AuthConfig | None = None) -> str:
+    """The user of an ``authorization`` header (``Bearer <JWT>``): the verified token's ``sub``, checked
+    as any user id is (non-empty, no control characters, at most 256 chars). ``TokenRejected`` when
+    there is no bearer token or it does not verify. ``config``: how tokens are verified (default: the
+    server's ``CONFIG``). The API's authenticate handler and the web inspector both call this."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise TokenRejected("a bearer token is required (Authorization: Bearer <JWT>)")
+    try:
+        user = (config or CONFIG).verify(token.strip())
+        Scope(user)
+    except (jwt.PyJWTError, ValueError) as e:
+        raise TokenRejected(f"invalid token: {e}") from None
+    return user
+
+
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     """The request's user: the verified token's ``sub`` (jwt mode), or an anonymous user (none)."""
     if CONFIG.mode == "none":
         return {"identity": "anonymous", "is_authenticated": False, "permissions": []}
-    scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise _unauthorized("a bearer token is required (Authorization: Bearer <JWT>)")
     try:
-        user = CONFIG.verify(token.strip())
-        Scope(user)  # the same rules as any user id: non-empty, no control characters, at most 256 chars
-    except (jwt.PyJWTError, ValueError) as e:
-        raise _unauthorized(f"invalid token: {e}") from None
+        user = verified_user(authorization)
+    except TokenRejected as e:
+        raise _unauthorized(str(e)) from None
     return {"identity": user, "is_authenticated": True, "permissions": [AUTHENTICATED]}
 
 

@@ -384,6 +384,24 @@ class ArchivalStore:
         ``start`` / ``end`` (epoch seconds): only records created in that span. ``as_of`` (epoch
         seconds): records that were true then, superseded or not; ``include_superseded``: every
         record, as before validity."""
+        return [(record, hit.score) for record, hit in self.explained_search(
+            scope, query, top_k, tags=tags, start=start, end=end, as_of=as_of, include_superseded=include_superseded)]
+
+    def explained_search(
+        self,
+        scope: Scope,
+        query: str,
+        top_k: int = 5,
+        *,
+        tags: Sequence[str] = (),
+        start: float | None = None,
+        end: float | None = None,
+        as_of: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[ArchivalRecord, Hit]]:
+        """``search`` (the same ``scope``, ``query``, ``top_k``, ``tags``, ``start``, ``end``, ``as_of`` and
+        ``include_superseded``), each record with the index's hit: its fused ``score`` and how it was
+        made (``Hit.parts``: BM25 and cosine, raw and normalized), as the web inspector shows it."""
         check_search(query, top_k, start, end)
         if as_of is not None and (isinstance(as_of, bool) or not isinstance(as_of, (int, float))
                                   or as_of != as_of or abs(as_of) > 1e11):
@@ -393,7 +411,7 @@ class ArchivalStore:
             self._index.embeddings.embed_array([query])  # cached for the search, while the writer writes
         hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end,
                                  validity=validity)
-        return [(record_from_hit(h), h.score) for h in hits]
+        return [(record_from_hit(h), h) for h in hits]
 
     def get(self, scope: Scope, record_id: str) -> ArchivalRecord | None:
         """The record with id ``record_id`` if ``scope`` owns it, else None (a record of another

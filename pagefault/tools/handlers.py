@@ -184,23 +184,38 @@ def hit_flags(call: MemoryCall, text: str, stored: tuple[str, ...] = ()) -> tupl
     """The guard's flags for a retrieved text: those stored with it plus a fresh scan of what is shown."""
     if call.guard == "off":
         return ()
+    return _scanned(text, stored)
+
+
+def _scanned(text: str, stored: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """``stored`` flags, then the guard's rules for what a hit shows of ``text``."""
     return tuple(dict.fromkeys((*stored, *scan(text[:ARTIFACT_HIT_CHARS]).rules)))
 
 
-def _recall_flags(call: MemoryCall, hit: RecallHit) -> tuple[str, ...]:
-    """A recalled turn's flags: the verdict stored when it was indexed, if today's rules made it."""
-    if call.guard == "off":
+def recall_flags(hit: RecallHit, guard: str = "flag") -> tuple[str, ...]:
+    """A recalled turn's flags as a search shows them (``guard``: the run's guard mode; none when
+    ``off``): the verdict stored when it was indexed, if today's rules made it, else a fresh scan."""
+    if guard == "off":
         return ()
-    return hit.flags if hit.flags is not None else hit_flags(call, recall_body(hit.text))
+    return hit.flags if hit.flags is not None else _scanned(recall_body(hit.text))
 
 
-def _archival_flags(call: MemoryCall, rec: ArchivalRecord) -> tuple[str, ...]:
-    """An archival hit's flags: those stored at insert, rescanned only if another guard made them."""
-    if call.guard == "off":
+def archival_flags(rec: ArchivalRecord, guard: str = "flag") -> tuple[str, ...]:
+    """An archival record's flags as a search shows them (``guard``: the run's guard mode; none when
+    ``off``): those stored at insert (``rec``'s provenance), rescanned only if another guard made them."""
+    if guard == "off":
         return ()
     if rec.guard_version == GUARD_VERSION:
         return rec.provenance.flags
-    return hit_flags(call, rec.text, rec.provenance.flags)
+    return _scanned(rec.text, rec.provenance.flags)
+
+
+def _recall_flags(call: MemoryCall, hit: RecallHit) -> tuple[str, ...]:
+    return recall_flags(hit, call.guard)
+
+
+def _archival_flags(call: MemoryCall, rec: ArchivalRecord) -> tuple[str, ...]:
+    return archival_flags(rec, call.guard)
 
 
 def position(turn: int, message_index: int) -> str:

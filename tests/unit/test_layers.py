@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("integrations",),
     ("persistence",),
     ("maintenance",),
+    ("inspector",),
     ("cli",),
     ("",),  # the package's face, pagefault/__init__.py
 ]

@@ -77,14 +77,28 @@ def fuse(weighted: Sequence[tuple[float, Mapping[str, float]]]) -> dict[str, flo
     return total
 
 
+@dataclass(frozen=True)
+class ScoreParts:
+    """How a hybrid search scored one hit: each side's raw score (``bm25``, and ``dense``, the cosine
+    similarity; None where that side did not return the hit) and its min-max normalized share of the
+    fused score (``bm25_share``, ``dense_share``; 0 where absent). The fused score is their sum."""
+
+    bm25: float | None
+    dense: float | None
+    bm25_share: float
+    dense_share: float
+
+
 @dataclass
 class Hit:
-    """A search result: id, text, fused score and the stored metadata."""
+    """A search result: id, text, fused score and the stored metadata; ``parts``, how a search scored
+    it (None for a read by id)."""
 
     id: str
     text: str
     score: float
     metadata: dict[str, Any]
+    parts: ScoreParts | None = None
 
 
 def chroma_where(
@@ -291,7 +305,10 @@ class HybridIndex:
         scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
         self.resolve(ranked, sig.docs)
-        return [Hit(i, sig.docs[i][0], scores[i], sig.docs[i][1]) for i in ranked if i in sig.docs]
+        lexical_share, dense_share = normalized(sig.lexical), normalized(sig.dense)
+        return [Hit(i, sig.docs[i][0], scores[i], sig.docs[i][1],
+                    ScoreParts(sig.lexical.get(i), sig.dense.get(i), lexical_share.get(i, 0.0), dense_share.get(i, 0.0)))
+                for i in ranked if i in sig.docs]
 
     def count(self, scope: str) -> int:
         return self.lexical.count(scope)
