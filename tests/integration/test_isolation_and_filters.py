@@ -41,6 +41,52 @@ def test_search_never_crosses_users(data_dir):
     assert texts == ["Ana's locker code is 4417."]
 
 
+#: More records of another user than a search's unfiltered look-ahead reads (``OVERFETCH`` x 100 candidates):
+#: a search of a user with only a few records then asks Chroma with its scope ``where`` clause.
+CROWD = 450
+
+
+def _crowded(data_dir: str) -> MemoryServices:
+    """An embedded store where Mallory has ``CROWD`` lighthouse notes and Ana three, one of them long past."""
+    svc = MemoryServices.open(data_dir)
+    svc.archival.insert_many(Scope("mallory"), [(f"Mallory's lighthouse note {i}: the keeper logged ship {i} at dawn.",
+                                                 None) for i in range(CROWD)])
+    for text in ("Ana's lighthouse keeper logged the ferry at noon.", "Ana saw the lighthouse from the ferry."):
+        svc.archival.insert(Scope("ana"), text)
+    svc.archival.insert(Scope("ana"), "Ana's old lighthouse visit, written down long ago.",
+                        provenance=Provenance(created_at=1_590_000_000))
+    return svc
+
+
+def test_a_search_crowded_out_by_another_user_stays_in_its_scope(embedded, data_dir):
+    """Through the memory tool, as the model calls it: the nearest hundreds of vectors are all Mallory's,
+    so the search goes to Chroma with Ana's scope clause, and finds Ana's notes only."""
+    from pagefault.stores import CoreMemory
+    from pagefault.tools.handlers import MemoryCall, run_memory_tool
+
+    svc = _crowded(data_dir)
+    scope = Scope("ana")
+    call = MemoryCall(scope, "t1", 0, "m0", CoreMemory(embedded.store, scope), svc.archival, svc.recall)
+    hits = run_memory_tool(call, "archival_memory_search", {"query": "lighthouse keeper logged ship", "top_k": 10}
+                           ).artifact["hits"]
+    assert sorted(h["text"] for h in hits) == sorted([
+        "Ana's lighthouse keeper logged the ferry at noon.", "Ana saw the lighthouse from the ferry.",
+        "Ana's old lighthouse visit, written down long ago."]), [h["text"] for h in hits]
+
+
+def test_a_point_in_time_search_stays_in_its_scope(data_dir):
+    """Through the store API: an ``as_of`` search always asks Chroma with the scope clause (the look-ahead
+    cannot tell validity at a past time), and finds only the caller's records true then."""
+    svc = _crowded(data_dir)
+    then = 1_600_000_000  # after Ana's old visit was written, before everything else
+    found = svc.archival.search(Scope("ana"), "lighthouse keeper logged ship", 10, as_of=then)
+    assert [r.text for r, _ in found] == ["Ana's old lighthouse visit, written down long ago."]
+    later = svc.archival.search(Scope("ana"), "lighthouse keeper logged ship", 10, as_of=4_000_000_000)
+    assert {r.text for r, _ in later} == {"Ana's lighthouse keeper logged the ferry at noon.",
+                                          "Ana saw the lighthouse from the ferry.",
+                                          "Ana's old lighthouse visit, written down long ago."}
+
+
 def test_user_tools_are_dispatched_and_memory_calls_are_not(embedded, data_dir, say):
     @tool
     def weather(city: str) -> str:

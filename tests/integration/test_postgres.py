@@ -13,7 +13,6 @@ import sys
 import tempfile
 import textwrap
 import threading
-import time
 
 import psycopg
 import pytest
@@ -121,14 +120,12 @@ def test_setup_is_automatic_and_idempotent_when_replicas_start_together():
 
 def test_unreachable_database_is_a_clear_error():
     port = free_port()
-    started = time.monotonic()
     with pytest.raises(ServiceUnavailable) as down:
         open_postgres(f"postgresql://postgres:secret@127.0.0.1:{port}/nowhere")
     assert down.value.service == "PostgreSQL"
     assert str(down.value).startswith(f"PostgreSQL at postgresql://postgres:***@127.0.0.1:{port}/nowhere is "
                                       "unreachable: "), str(down.value)
     assert "secret" not in str(down.value)
-    assert time.monotonic() - started < 10
 
 
 DOCS = [

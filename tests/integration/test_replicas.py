@@ -5,11 +5,15 @@
 - the same facts inserted by both at once: one archival record each, in Chroma and in the BM25 index;
 - two runs on the same thread at once: serialized, both turns land one after the other on one linear
   history; a run that cannot wait long enough is refused with ``ThreadBusy`` and leaves no trace.
+
+No clock is read: that the replicas acted together, and in which order, is proven with files (a
+barrier each passes only once all are there, and marks a run leaves while it holds its thread).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 
 import pytest
@@ -33,17 +37,21 @@ def engines(tmp_path_factory):
                    "svc": MemoryServices.open(str(root / "data"), chroma_url=chroma.url, database_url=url)}
 
 
-def _together(engines, *commands: list[str]) -> list[dict]:
-    """Start one replica per command, all acting at the same moment (after start-up); their reports."""
-    barrier = tempfile.mkdtemp(prefix="barrier-")
-    procs = [spawn(*cmd, "--barrier", f"{barrier}:{len(commands)}", env=engines["env"]) for cmd in commands]
+def _reports(*procs) -> list[dict]:
     reports = []
     for p in procs:
         out, err = p.communicate(timeout=REPLICA_TIMEOUT)
         assert p.returncode == 0, err[-3000:]
         reports.append(json.loads(out.strip().splitlines()[-1]))
-    starts = [r["started"] for r in reports]
-    assert max(starts) - min(starts) < 0.5, f"replicas did not act together: {starts}"
+    return reports
+
+
+def _together(engines, *commands: list[str]) -> list[dict]:
+    """Start one replica per command, all acting at the same moment (after start-up); their reports."""
+    barrier = tempfile.mkdtemp(prefix="barrier-")
+    reports = _reports(*[spawn(*cmd, "--barrier", f"{barrier}:{len(commands)}", env=engines["env"]) for cmd in commands])
+    pids = sorted(r["pid"] for r in reports)
+    assert all(r["met"] == pids for r in reports), f"replicas did not meet at the barrier: {reports}"
     return reports
 
 
@@ -92,7 +100,9 @@ def test_concurrent_core_appends_all_land(engines, writers):
 
 def test_the_same_facts_inserted_at_once_are_stored_once(engines, writers):
     (user, (a, b)), n = writers, 20
-    assert abs(a["inserting"] - b["inserting"]) < 0.5, "the inserts did not start together"
+    # Each fact was inserted by both in the same round: neither began it before the other had reached it.
+    pids = sorted([a["pid"], b["pid"]])
+    assert a["rounds"] == b["rounds"] == [pids] * n, "the inserts did not run in lockstep"
     assert a["ids"] == b["ids"] and len(set(a["ids"])) == n
     svc, scope = engines["svc"], Scope(user)
     stored = svc.archival.index.collection.get(where={"scope": scope.key}, include=[])["ids"]
@@ -103,19 +113,22 @@ def test_the_same_facts_inserted_at_once_are_stored_once(engines, writers):
 
 
 def test_two_runs_on_one_thread_take_turns(engines):
+    """Replica B asks for the thread while A's run is inside it: a run that would not wait is refused
+    then (A holds the thread), and B's real run gets in only once A's turn is done."""
     user, thread = "rep-same", "same-thread"
     first, second = "My boat is called Aurora.", "My kite is called Zephyr."
-    a, b = _together(engines, ["say", user, thread, first, "--slow", "0.3"],
-                     ["say", user, thread, second, "--slow", "0.3"])
-    # Both turns landed, one after the other: the later-finishing run started after the other finished,
-    # so it finished at least its own two slowed model calls (tool call, answer) later.
-    done = sorted([a, b], key=lambda r: r["finished"])
-    assert done[1]["finished"] - done[0]["finished"] >= 0.3 * 2, "the second run did not wait for the first"
+    marks = tempfile.mkdtemp(prefix="turns-")
+    a, b = _together(engines, ["say", user, thread, first, "--turn-marks", f"{marks}:a",
+                               "--hold-until", os.path.join(marks, "probed-b")],
+                     ["say", user, thread, second, "--turn-marks", f"{marks}:b",
+                      "--after", os.path.join(marks, "inside-a"), "--probe", os.path.join(marks, "probed-b")])
+    assert b["probe"] == "busy", "while A's run was inside the thread, B's run was not refused"
+    assert a["on_entry"] == [[]], "A was the first inside"
+    assert b["on_entry"] == [["done-a", "probed-b"]], "B got in while A's turn was not over"
     graph = engines["persistence"].graph()
     config = {"configurable": {"thread_id": thread}}
     values = graph.get_state(config).values
-    humans = [m.content for m in values["messages"] if isinstance(m, HumanMessage)]
-    assert sorted(humans) == sorted([first, second])
+    assert [m.content for m in values["messages"] if isinstance(m, HumanMessage)] == [first, second]
     # Each user message is followed by its own complete turn (tool call, result, answer) before the next.
     kinds = [m.type for m in values["messages"]]
     assert kinds == ["human", "ai", "tool", "ai", "human", "ai", "tool", "ai"], kinds
@@ -126,17 +139,17 @@ def test_two_runs_on_one_thread_take_turns(engines):
 
 
 def test_a_run_that_cannot_wait_is_refused_and_leaves_no_trace(engines):
+    """The holder keeps the thread, inside its run, until the other run (willing to wait 0.5 s) is over."""
     user, thread = "rep-busy", "busy-thread"
     slow, eager = "My tent is green and sleeps four.", "My canoe is yellow."
-    barrier = tempfile.mkdtemp(prefix="barrier-")
-    holder = spawn("say", user, thread, slow, "--slow", "2", "--barrier", f"{barrier}:2", env=engines["env"])
-    refused = spawn("say", user, thread, eager, "--wait", "0.5", "--barrier", f"{barrier}:2", "--delay", "0.5",
-                    env=engines["env"])
-    out_r, err_r = refused.communicate(timeout=REPLICA_TIMEOUT)
-    out_h, err_h = holder.communicate(timeout=REPLICA_TIMEOUT)
-    assert holder.returncode == 0 and refused.returncode == 0, (err_h[-2000:], err_r[-2000:])
-    report = json.loads(out_r.strip().splitlines()[-1])
+    marks = tempfile.mkdtemp(prefix="busy-")
+    holder = spawn("say", user, thread, slow, "--turn-marks", f"{marks}:holder",
+                   "--hold-until", os.path.join(marks, "refused-over"), env=engines["env"])
+    refused = spawn("say", user, thread, eager, "--wait", "0.5", "--after", os.path.join(marks, "inside-holder"),
+                    "--done", os.path.join(marks, "refused-over"), env=engines["env"])
+    report, held = _reports(refused, holder)
     assert "is busy" in report["busy"] and report["answers"] == [], report
+    assert held["on_entry"] == [[]] and held["answers"] and "saved" in held["answers"][0].lower(), held
     values = engines["persistence"].graph().get_state({"configurable": {"thread_id": thread}}).values
     assert [m.content for m in values["messages"] if isinstance(m, HumanMessage)] == [slow]
     assert [m.type for m in values["messages"]] == ["human", "ai", "tool", "ai"]

@@ -152,3 +152,92 @@ def test_pagefault_never_writes_its_own_keys(data_dir, monkeypatch, caplog):
     # Keys the user never typed appear in no file at all.
     for name in ("ANTHROPIC_API_KEY", "LANGSMITH_API_KEY"):
         assert _files_containing(data_dir, keys[name]) == [], name
+
+
+# -- summaries: a model that copies what it summarizes ------------------------------------------------
+
+
+class CopyingSummarizer(BaseChatModel):
+    """Fake LLM: answers "Noted." and, asked for a summary, copies every line of the excerpt that mentions
+    the deploy token into it word for word, as a careless model would."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "copying-summarizer"
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        last = str(messages[-1].content)
+        if "NEW MESSAGES:" in last:
+            text = "\n".join(line for line in last.splitlines() if "deploy token" in line) or "Small talk."
+        else:
+            text = "Noted."
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+TOKEN_TURN = f"The deploy token for the lab is {GITHUB} and it expires in May."
+FILLER = [f"Filler {i}: the heron nests by the river bend where the old mill stood " + "and the reeds grow " * 12
+          for i in range(14)]
+
+
+def _summary_is_redacted(summary: str) -> None:
+    assert GITHUB not in summary, summary
+    assert "The deploy token for the lab is [REDACTED github-token]" in summary, summary
+
+
+def test_a_compaction_summary_never_holds_a_key(embedded, data_dir):
+    """Through the graph: the turn with the key is evicted, and the summary that replaces it is redacted."""
+    graph = embedded.graph(model=CopyingSummarizer())
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=3000)
+    config = {"configurable": {"thread_id": "sum"}}
+    for text in [TOKEN_TURN, *FILLER]:
+        graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+    state = graph.get_state(config).values
+    assert state["compactions"] >= 1 and state["evicted_count"] > 0
+    _summary_is_redacted(state["summary"])
+
+
+def test_a_middleware_summary_never_holds_a_key(embedded, data_dir):
+    """Through PagefaultMiddleware in a create_agent app: the same eviction, the same redacted summary."""
+    from langchain.agents import create_agent
+
+    from pagefault import PagefaultMiddleware
+
+    agent = create_agent(CopyingSummarizer(), tools=[], checkpointer=embedded.checkpointer, store=embedded.store,
+                         middleware=[PagefaultMiddleware(Context(user_id="ana", data_dir=data_dir, context_window=3000))])
+    config = {"configurable": {"thread_id": "mw-sum"}}
+    for text in [TOKEN_TURN, *FILLER]:
+        agent.invoke({"messages": [HumanMessage(text)]}, config)
+    state = agent.get_state(config).values
+    assert state["compactions"] >= 1 and state["evicted_count"] > 0
+    _summary_is_redacted(state["summary"])
+
+
+# -- archival inserts, by each route that writes them ------------------------------------------------------
+
+
+def test_archival_inserts_are_redacted_through_the_store_api(data_dir):
+    """``ArchivalStore.insert`` and ``insert_many`` (a document's passages) redact before they store."""
+    svc, scope = MemoryServices.open(data_dir), Scope("ana")
+    one = svc.archival.insert(scope, f"The lab's AWS id is {AWS}.")
+    many = svc.archival.insert_many(scope, [(f"Passage one names {OPENAI}.", None), ("Passage two is plain.", None)])
+    assert one.text == "The lab's AWS id is [REDACTED aws-access-key]."
+    assert [r.text for r in many] == ["Passage one names [REDACTED openai-key].", "Passage two is plain."]
+    stored = svc.archival.index.collection.get(where={"scope": scope.key}, include=["documents"])["documents"]
+    assert not [t for t in stored if AWS in t or OPENAI in t] and len(stored) == 3
+    assert svc.archival.index.lexical.texts([one.id]) == {one.id: one.text}
+    kept = svc.archival.insert(scope, f"Kept as given: {AWS}.", redact_secrets=False)
+    assert kept.text == f"Kept as given: {AWS}."
+
+
+def test_archival_inserts_are_redacted_through_the_langchain_tools(data_dir):
+    from pagefault import memory_tools
+
+    tools = {t.name: t for t in memory_tools(Context(user_id="ana", data_dir=data_dir))}
+    tools["archival_memory_insert"].invoke({"text": f"Deploy key for the lab: {GITHUB}"})
+    found = tools["archival_memory_search"].invoke({"query": "deploy key lab"})
+    assert GITHUB not in found and "Deploy key for the lab: [REDACTED github-token]" in found, found
+    stored = [r.text for r, _ in MemoryServices.open(data_dir).archival.search(Scope("ana"), "deploy key lab", 5)]
+    assert stored == ["Deploy key for the lab: [REDACTED github-token]"]

@@ -10,14 +10,28 @@ It serves from the engines its environment names (``PAGEFAULT_DATABASE_URL``, ``
   same F facts every replica is given.
 
 ``--barrier DIR:N`` waits, after start-up, until N replicas have reached the barrier in DIR, so they
-act at the same moment; ``--delay S`` then waits S seconds more.
+act at the same moment (the report's ``met`` lists the pids each round found there). ``append``
+inserts its facts in lockstep: fact i is inserted by every replica between the barrier of round
+``fact-i`` and the next, so each insert races the others'.
+
+Ordering across replicas is proven with files, never with clocks:
+
+- ``--after FILE``: wait until FILE exists before the first turn;
+- ``--turn-marks DIR:NAME``: the run, right after it took the thread's lock, lists DIR into the
+  report's ``on_entry`` and creates ``DIR/inside-NAME``; right before it lets go of the lock, it
+  renames that ``DIR/done-NAME``;
+- ``--hold-until FILE``: with ``--turn-marks``, keep the thread, inside the run, until FILE exists;
+- ``--probe FILE``: before the turns, try the first one with ``wait=0`` and report in ``probe``
+  whether it was refused (``busy``) or ran (``ran``); then create FILE;
+- ``--done FILE``: create FILE when the command is over.
+
+Every wait for a file gives up after ``FILE_WAIT`` seconds, and the replica exits with an error.
+
 ``--kill-at POINT`` makes the process SIGKILL itself, for real, at a point of the turn:
 
 - ``archival-written``: right after an archival record is written, before the step's checkpoint;
 - ``compaction``: inside compaction, once the summary is made, before the node's update is saved;
 - ``multi-tool``: inside a step of several memory calls, after the second one ran.
-
-``--slow S`` makes the model take S seconds per call (to hold a thread busy).
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ import os
 import signal
 import sys
 import time
+from typing import Callable
 
 
 def die(point: str) -> None:
@@ -75,25 +90,60 @@ def install_kill(point: str) -> None:
         raise SystemExit(f"unknown kill point {point!r}")
 
 
-def slow_model(seconds: float) -> None:
-    from pagefault.models.offline import OfflineChatModel
-
-    real = OfflineChatModel._generate
-
-    def _generate(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(seconds)
-        return real(self, *args, **kwargs)
-
-    OfflineChatModel._generate = _generate  # type: ignore[method-assign]
+#: Seconds a replica waits for a file another process is to create.
+FILE_WAIT = 120.0
 
 
-def barrier(spec: str | None, round_: int) -> None:
-    if not spec:
-        return
-    folder, n = spec.rsplit(":", 1)
-    open(os.path.join(folder, f"ready{round_}-{os.getpid()}"), "w").close()
-    while len([f for f in os.listdir(folder) if f.startswith(f"ready{round_}-")]) < int(n):
+def wait_for(test: Callable[[], bool], what: str) -> None:
+    """Poll ``test()`` until it is true; exit with an error after ``FILE_WAIT`` seconds."""
+    deadline = time.monotonic() + FILE_WAIT
+    while not test():
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"replica {os.getpid()}: gave up waiting for {what}")
         time.sleep(0.01)
+
+
+def touch(path: str) -> None:
+    open(path, "w").close()
+
+
+def barrier(spec: str | None, round_: object) -> list[int]:
+    """Wait until every replica reached round ``round_``; the pids found there."""
+    if not spec:
+        return []
+    folder, n = spec.rsplit(":", 1)
+    prefix = f"ready{round_}-"
+    touch(os.path.join(folder, f"{prefix}{os.getpid()}"))
+
+    def arrived() -> list[str]:
+        return [f for f in os.listdir(folder) if f.startswith(prefix)]
+
+    wait_for(lambda: len(arrived()) >= int(n), f"{n} replicas at barrier round {round_}")
+    return sorted(int(f[len(prefix):]) for f in arrived())
+
+
+def mark_turns(graph, spec: str, hold_until: str | None, out: dict) -> None:  # type: ignore[no-untyped-def]
+    """Mark the span in which a run holds its thread (see ``--turn-marks``): the graph's ``locks`` are
+    wrapped, so the marks are made right after the thread's lock is taken and right before it is let go."""
+    folder, name = spec.rsplit(":", 1)
+    inside, done = os.path.join(folder, f"inside-{name}"), os.path.join(folder, f"done-{name}")
+    locks = graph.locks
+    acquire, release = locks.acquire, locks.release
+
+    def marked_acquire(*lock: str, **kwargs: float) -> None:
+        acquire(*lock, **kwargs)
+        if lock[0] == "thread":
+            out.setdefault("on_entry", []).append(sorted(os.listdir(folder)))
+            touch(inside)
+            if hold_until:
+                wait_for(lambda: os.path.exists(hold_until), hold_until)
+
+    def marked_release(*lock: str) -> None:
+        if lock[0] == "thread" and os.path.exists(inside):
+            os.replace(inside, done)
+        release(*lock)
+
+    locks.acquire, locks.release = marked_acquire, marked_release
 
 
 def main() -> None:
@@ -101,10 +151,13 @@ def main() -> None:
     parser.add_argument("command", choices=["say", "resume", "append"])
     parser.add_argument("args", nargs="*")
     parser.add_argument("--barrier", default=None)
-    parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--kill-at", default=None)
-    parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--wait", type=float, default=None, help="seconds to wait for a busy thread")
+    parser.add_argument("--after", default=None)
+    parser.add_argument("--turn-marks", default=None)
+    parser.add_argument("--hold-until", default=None)
+    parser.add_argument("--probe", default=None)
+    parser.add_argument("--done", default=None)
     opts = parser.parse_args()
 
     from langchain_core.messages import HumanMessage
@@ -117,19 +170,27 @@ def main() -> None:
 
     if opts.kill_at:
         install_kill(opts.kill_at)
-    if opts.slow:
-        slow_model(opts.slow)
     persistence = open_postgres()
     svc = MemoryServices.open(os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"))  # warm: models, connections
-    barrier(opts.barrier, 0)
-    time.sleep(opts.delay)
-    out: dict = {"pid": os.getpid(), "started": time.time()}
+    met = barrier(opts.barrier, 0)
+    out: dict = {"pid": os.getpid(), "met": met}
     a = opts.args
     if opts.command in ("say", "resume"):
         graph = persistence.graph(**({"wait": opts.wait} if opts.wait is not None else {}))
+        if opts.turn_marks:
+            mark_turns(graph, opts.turn_marks, opts.hold_until, out)
         ctx = Context(user_id=a[0])
         config = {"configurable": {"thread_id": a[1]}}
         answers = []
+        if opts.after:
+            wait_for(lambda: os.path.exists(opts.after), opts.after)
+        if opts.probe:
+            try:
+                persistence.graph(wait=0).invoke({"messages": [HumanMessage(a[2])]}, config, context=ctx)
+                out["probe"] = "ran"
+            except ThreadBusy:
+                out["probe"] = "busy"
+            touch(opts.probe)
         try:
             if opts.command == "resume":
                 state = graph.resume(config, context=ctx)
@@ -147,12 +208,13 @@ def main() -> None:
         core = CoreMemory(persistence.store, Scope(a[0]))
         for i in range(int(a[3])):
             core.append(a[1], f"{a[2]}-{i}", provenance=Provenance(thread_id=f"{a[2]}", turn=i, message_id=f"m{i}"))
-        out["appended"] = time.time()
-        barrier(opts.barrier, 1)  # both have appended: insert together, however long the appends took
-        out["inserting"] = time.time()
-        out["ids"] = [svc.archival.insert(Scope(a[0]), f"Shared fact number {i}: the lighthouse keeper logged "
-                                          f"ship {i}.").id for i in range(int(a[4]) if len(a) > 4 else 0)]
-    out["finished"] = time.time()
+        out["ids"], out["rounds"] = [], []
+        for i in range(int(a[4]) if len(a) > 4 else 0):
+            out["rounds"].append(barrier(opts.barrier, f"fact-{i}"))  # every replica is about to insert fact i
+            out["ids"].append(svc.archival.insert(Scope(a[0]), f"Shared fact number {i}: the lighthouse keeper "
+                                                  f"logged ship {i}.").id)
+    if opts.done:
+        touch(opts.done)
     persistence.close()
     print(json.dumps(out), flush=True)
 

@@ -127,7 +127,7 @@ def test_consolidation_is_safe_while_turns_write(data_dir, embedded):
         svc.archival.insert(scope, f"Note {s}: the weather was fine.")
         svc.archival.insert(scope, f"note {s} - the weather was fine")  # a near duplicate
     core.set_block("human", "\n".join(f"Likes: thing {i}" for i in range(60)), limit=4000)
-    started, written = threading.Event(), []
+    started, wrote_two_subjects, written = threading.Event(), threading.Event(), []
 
     def writer():
         started.wait(30)
@@ -138,16 +138,21 @@ def test_consolidation_is_safe_while_turns_write(data_dir, embedded):
                 written.append(svc.archival.insert(scope, f"As of 2024-06-01, Subject{s}'s city is still Town{s}.").id)
             written.append(svc.archival.insert(scope, f"New note {s} written during the pass.").id)
             core.append("human", f"Concurrent line {s}")
+            if s == 1:
+                wrote_two_subjects.set()
 
     t = threading.Thread(target=writer)
     t.start()
     original_run = svc.archival.settle
+    inside: list[bool] = []
 
-    def settle_and_signal(*a, **kw):
-        started.set()
-        return original_run(*a, **kw)
+    def settle_and_signal(scope_, key):
+        started.set()  # the writer starts once the pass is under way
+        if key == "subject12|city" and not inside:  # a key the writer's first two subjects do not hold: the pass waits
+            inside.append(wrote_two_subjects.wait(60))  # here, inside, while the writer writes
+        return original_run(scope_, key)
 
-    svc.archival.settle = settle_and_signal  # the writer starts once the pass is under way
+    svc.archival.settle = settle_and_signal
     try:
         report = consolidate(svc.archival, scope, core, ConsolidationPolicy(core_fill=0.2))
         during = len(written)
@@ -155,7 +160,7 @@ def test_consolidation_is_safe_while_turns_write(data_dir, embedded):
         del svc.archival.settle
     t.join(60)
     assert not t.is_alive() and report.merged >= 40
-    assert during > 0, "the writer must have written while the pass ran"
+    assert inside == [True] and during >= 4, "the writer must have written while the pass ran"
     consolidate(svc.archival, scope)  # what arrived during the first pass is settled by the next
     chroma, lexical = _ids(svc, scope)
     assert chroma == lexical, "both sides of the hybrid index agree"

@@ -78,8 +78,16 @@ def test_a_forked_thread_is_indexed_again(data_dir):
     sync_recall(_state("I adopted a cat.", "Congratulations!"), CONFIG, svc.recall, scope)
     svc.recall.writer.flush()
     forked = _state("I adopted a dog.", "Congratulations!", ids="fork")  # same turns, other messages
-    assert sync_recall(forked, CONFIG, svc.recall, scope) <= 2
-    svc.recall.writer.flush()
+    gate, add = threading.Event(), svc.recall.writer.write
+    svc.recall.writer.write = lambda *a: (gate.wait(30), add(*a))[1]  # hold the writer mid-job
+    try:
+        # The first thread's turns were confirmed; the fork's messages at those turns are not.
+        assert sync_recall(forked, CONFIG, svc.recall, scope) == 0
+        gate.set()
+        svc.recall.writer.flush()
+    finally:
+        svc.recall.writer.write = add
+        gate.set()
     assert _stored(svc, scope, 0) == "user: I adopted a dog."
     assert sync_recall(forked, CONFIG, svc.recall, scope) == 2
 

@@ -341,8 +341,32 @@ def reply_for(turn_no: int, step_no: int, step: Step) -> AIMessage:
     return AIMessage(content=words(step.content, (turn_no, step_no)), tool_calls=calls)
 
 
-def run_plan(plan: Plan, user_id: str = "prop-user") -> tuple[ScriptedChatModel, dict[str, Any], list[int]]:
-    """Run every turn of ``plan`` through the real graph; return the model, final state and per-turn compactions."""
+@dataclass(frozen=True)
+class Cut:
+    """The window right after one compaction: how many compactions so far, how many messages had left."""
+
+    compactions: int
+    evicted_count: int
+    window: tuple[BaseMessage, ...]
+
+    @property
+    def first(self) -> BaseMessage:
+        return self.window[0]
+
+
+def cuts_of(graph: Any, config: dict[str, Any]) -> list[Cut]:
+    """The window as each compaction left it, oldest first, from the thread's checkpoints."""
+    cuts: dict[int, Cut] = {}
+    for snap in reversed(list(graph.get_state_history(config))):
+        n = snap.values.get("compactions", 0)
+        if n and n not in cuts:
+            cuts[n] = Cut(n, snap.values.get("evicted_count", 0), tuple(snap.values["messages"]))
+    return [cuts[n] for n in sorted(cuts)]
+
+
+def run_plan(plan: Plan, user_id: str = "prop-user") -> tuple[ScriptedChatModel, dict[str, Any], list[int], list[Cut]]:
+    """Run every turn of ``plan`` through the real graph; return the model, final state, per-turn
+    compactions and the window after each cut."""
     model = ScriptedChatModel()
     per_turn = []
     with tempfile.TemporaryDirectory(prefix="pagefault-prop-", ignore_cleanup_errors=True) as tmp:
@@ -361,7 +385,8 @@ def run_plan(plan: Plan, user_id: str = "prop-user") -> tuple[ScriptedChatModel,
                 window = list(state["messages"])
                 assert pairing_violations(window) == [], (t, pairing_violations(window))
                 per_turn.append(state.get("compactions", 0))
-    return model, state, per_turn
+            cuts = cuts_of(graph, config)
+    return model, state, per_turn, cuts
 
 
 def check_requests(model: ScriptedChatModel) -> None:
@@ -389,8 +414,11 @@ def check_requests(model: ScriptedChatModel) -> None:
 @example(plan=MID_TURN_PLAN)
 @given(plan=plans_st)
 def test_graph_requests_never_split_tool_calls_from_results(plan: Plan) -> None:
-    model, state, per_turn = run_plan(plan)
+    model, state, per_turn, cuts = run_plan(plan)
     check_requests(model)
+    assert len(cuts) == state.get("compactions", 0)
+    for cut in cuts:  # every cut falls between units: the window never begins with a tool result
+        assert not isinstance(cut.first, ToolMessage), cut
     compactions = state.get("compactions", 0)
     event(f"compacted: {compactions > 0}")
     mid_turn = evicted_mid_turn(model)
@@ -406,55 +434,100 @@ def test_graph_requests_never_split_tool_calls_from_results(plan: Plan) -> None:
 
 
 def test_graph_compacts_mid_conversation_with_tool_calls() -> None:
-    """Deterministic runs that are sure to compact, with the same request checks."""
-    model, state, per_turn = run_plan(BIG_PLAN)
+    """Deterministic runs that are sure to compact, with the same request checks, and where each cut falls."""
+    model, state, per_turn, cuts = run_plan(BIG_PLAN)
     check_requests(model)
     assert state["compactions"] > 0 and state["evicted_count"] > 0, per_turn
     assert model.summary_requests, "eviction asks the model for a summary"
     assert state["summary"].startswith("Summary")
-    # the window after compaction still begins at a whole unit, never on a ToolMessage
-    assert not isinstance(state["messages"][0], ToolMessage)
+    # Each turn (7 messages: user, two tool steps with 3 results, answer) outgrows the window on its own:
+    # its first compaction evicts every earlier turn whole, the next ones cut its own big messages down.
+    assert [c.evicted_count for c in cuts] == [0, 7, 7, 7, 14, 14, 14, 21, 21, 21], [c.evicted_count for c in cuts]
+    for cut in cuts:
+        assert [m for m in cut.window if isinstance(m, HumanMessage)] == [cut.first], "the window begins at its turn"
+        assert str(cut.first.content).startswith(f"turn {cut.evicted_count // 7}:"), cut.first.content
 
-    model, state, per_turn = run_plan(MID_TURN_PLAN)
+    model, state, per_turn, cuts = run_plan(MID_TURN_PLAN)
     check_requests(model)
     assert evicted_mid_turn(model) > 0, model.log
-    assert state["evicted_count"] > 0 and not isinstance(state["messages"][0], ToolMessage)
+    # Turn 1 evicts turn 0 (user, call, result, answer) between its own two tool steps: the window then
+    # begins at turn 1's user message, and holds its first step, call and result together.
+    first_cut = cuts[0]
+    assert first_cut.evicted_count == 4 and str(first_cut.first.content).startswith("turn 1:"), first_cut
+    assert [type(m).__name__ for m in first_cut.window[:3]] == ["HumanMessage", "AIMessage", "ToolMessage"]
+    assert all(c.evicted_count == 4 and str(c.first.content).startswith("turn 1:") for c in cuts), cuts
+
+
+#: The hand-built windows below: large enough for their messages, sized against the prompt's own tokens.
+INVALID_WINDOW = max(8000, 5 * OVERHEAD)
+
+
+def bad_call(cid: str, name: str = "archival_memory_insert") -> dict[str, Any]:
+    """A call whose JSON did not parse, as a provider's reply carries it (``invalid_tool_calls``)."""
+    return {"name": name, "args": "{\"text\": oops", "id": cid, "error": "bad JSON", "type": "invalid_tool_call"}
+
+
+def run_two_turns(first_user: str, first_replies: list[AIMessage], second_user_words: int
+                  ) -> tuple[ScriptedChatModel, dict[str, Any], list[BaseMessage], list[Cut]]:
+    """Turn 0 with ``first_replies``, then a plain turn 1; the model, final state, turn 0's window and the cuts."""
+    model = ScriptedChatModel()
+    with tempfile.TemporaryDirectory(prefix="pagefault-prop-", ignore_cleanup_errors=True) as tmp:
+        ctx = Context(user_id="inv-user", data_dir=tmp, context_window=INVALID_WINDOW, model="offline")
+        with open_embedded(tmp) as persistence:
+            graph = persistence.graph(tools=[lookup], model=model)
+            config = {"configurable": {"thread_id": "inv-thread"}}
+            model.turn, model.script = 0, list(first_replies)
+            graph.invoke({"messages": [HumanMessage(first_user)]}, config, context=ctx)
+            turn0 = list(graph.get_state(config).values["messages"])
+            model.turn, model.script = 1, [AIMessage(content="ok")]
+            graph.invoke({"messages": [HumanMessage("turn 1: " + words(second_user_words, "t1"))]}, config, context=ctx)
+            state = graph.get_state(config).values
+            cuts = cuts_of(graph, config)
+    check_requests(model)
+    return model, state, turn0, cuts
 
 
 def test_graph_keeps_invalid_tool_calls_with_their_results() -> None:
     """A model reply with a call whose JSON did not parse (``invalid_tool_calls``) next to a valid one.
 
-    The memory node answers the invalid call with an error ToolMessage (before the user tool's
-    result). A later compaction whose cut falls right after that AI message must not leave its
-    results behind in the next request.
+    The memory node answers the invalid call with an error ToolMessage beside the user tool's result.
+    In turn 1 the compaction's cut falls right after that AI message and its two results: the window
+    then begins with turn 0's answer, and no result of the evicted message is left behind.
     """
-    window = OVERHEAD + 3000  # compacts exactly once from about OVERHEAD + 2,650 to + 3,450
-    model = ScriptedChatModel()
-    with tempfile.TemporaryDirectory(prefix="pagefault-prop-", ignore_cleanup_errors=True) as tmp:
-        ctx = Context(user_id="inv-user", data_dir=tmp, context_window=window, model="offline")
-        with open_embedded(tmp) as persistence:
-            graph = persistence.graph(tools=[lookup], model=model)
-            config = {"configurable": {"thread_id": "inv-thread"}}
-            # Turn 0: one big AI message with a valid user-tool call and an unparseable memory call.
-            model.turn = 0
-            model.script = [
-                AIMessage(content=words(1700, "big"),
-                          tool_calls=[{"name": "lookup", "args": {"query": "40:c"}, "id": "call_ok", "type": "tool_call"}],
-                          invalid_tool_calls=[{"name": "archival_memory_insert", "args": "{\"text\": oops",
-                                               "id": "call_bad", "error": "bad JSON", "type": "invalid_tool_call"}]),
-                AIMessage(content="done"),
-            ]
-            graph.invoke({"messages": [HumanMessage("turn 0: look it up")]}, config, context=ctx)
-            window_msgs = graph.get_state(config).values["messages"]
-            assert [type(m).__name__ for m in window_msgs] == [
-                "HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "AIMessage"]
-            # Turn 1: just enough text to pass the trigger; shedding the big AI message reaches the target.
-            model.turn = 1
-            model.script = [AIMessage(content="ok")]
-            graph.invoke({"messages": [HumanMessage("turn 1: " + words(600, "t1"))]}, config, context=ctx)
-            state = graph.get_state(config).values
-    assert state["compactions"] == 1, "the scenario must compact exactly once"
-    check_requests(model)
+    w = INVALID_WINDOW
+    big = int(0.3 * w)  # the AI message and its lookup's page: each under a message's share of the window
+    model, state, turn0, cuts = run_two_turns("turn 0: look it up", [
+        AIMessage(content=words(big, "big"),
+                  tool_calls=[{"name": "lookup", "args": {"query": f"{big}:c"}, "id": "call_ok", "type": "tool_call"}],
+                  invalid_tool_calls=[bad_call("call_bad")]),
+        AIMessage(content="done " + words(int(0.05 * w), "done")),
+    ], int(0.3 * w) - OVERHEAD)  # just over the trigger; shedding the big message and its results reaches the target
+    assert [type(m).__name__ for m in turn0] == ["HumanMessage", "AIMessage", "ToolMessage", "ToolMessage", "AIMessage"]
+    assert {m.tool_call_id for m in turn0[2:4]} == {"call_ok", "call_bad"}
+    assert state["compactions"] == 1 and len(cuts) == 1, "the scenario must compact exactly once"
+    (cut,) = cuts
+    assert cut.evicted_count == 4, "the cut falls right after the AI message's results"
+    assert isinstance(cut.first, AIMessage) and cut.first.id == turn0[4].id and not cut.first.tool_calls
+
+
+def test_graph_keeps_the_results_of_a_message_whose_calls_all_failed_to_parse() -> None:
+    """An AI message whose only call did not parse (``invalid_tool_calls`` alone), answered by an error
+    ToolMessage, then a step with a valid call. Turn 1's cut falls right after the unparseable message
+    and its error result: the window begins with the next step's AI message, never with the error."""
+    w = INVALID_WINDOW
+    model, state, turn0, cuts = run_two_turns("turn 0: " + words(int(0.2 * w), "u0"), [
+        AIMessage(content=words(int(0.3 * w), "big"), invalid_tool_calls=[bad_call("call_bad", "archival_memory_search")]),
+        AIMessage(content="again", tool_calls=[{"name": "lookup", "args": {"query": f"{int(0.05 * w)}:c"},
+                                                "id": "call_ok", "type": "tool_call"}]),
+        AIMessage(content="done " + words(int(0.02 * w), "done")),
+    ], int(0.36 * w) - OVERHEAD)
+    assert [type(m).__name__ for m in turn0] == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage", "ToolMessage",
+                                                 "AIMessage"]
+    assert turn0[1].invalid_tool_calls and not turn0[1].tool_calls and turn0[2].tool_call_id == "call_bad"
+    assert state["compactions"] == 1 and len(cuts) == 1, "the scenario must compact exactly once"
+    (cut,) = cuts
+    assert cut.evicted_count == 3, "the cut falls right after the unparseable message and its error result"
+    assert cut.first.id == turn0[3].id and [tc["id"] for tc in cut.first.tool_calls] == ["call_ok"]
 
 
 def test_a_message_whose_calls_all_failed_to_parse_keeps_its_results():
