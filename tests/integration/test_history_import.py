@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -224,24 +224,42 @@ def test_a_deeply_nested_file_is_one_line_from_the_real_command(tmp_path):
     assert "deep.json: not a dialog: its JSON is nested too deeply to read" in lines[0]
 
 
+# The real command in a child process whose progress bar, once it has counted 32 messages, says so in a file
+# and stops there, so that the kill lands midway whatever the machine's load.
+_STOP_AT_32 = """
+import sys, time
+from pathlib import Path
+import pagefault.maintenance.history_import as h
+class Bar(h.tqdm):
+    def update(self, n=1):
+        out = super().update(n)
+        if self.n >= 32:
+            Path(sys.argv[1]).write_text(str(self.n))
+            time.sleep(3600)
+        return out
+h.tqdm = Bar
+from pagefault.cli.main import main
+raise SystemExit(main(sys.argv[2:]))
+"""
+
+
 def test_a_killed_import_resumes_where_it_stopped(tmp_path, capsys):
-    """``kill -9`` midway (once the progress bar shows 32 of 96 messages), then the same command again:
-    every message lands exactly once, and the counts say what the second run did."""
+    """``kill -9`` midway (once the progress bar has counted 32 of 96 messages), then the same command
+    again: every message lands exactly once, and the counts say what the second run did."""
     sessions = [{"id": f"day{d}", "timestamp": f"2024-03-0{d + 1}T09:00:00",
                  "messages": [{"speaker": "Ana" if i % 2 else "Bo", "text": f"Day {d}, line {i}: the trains were late.",
                                "id": f"D{d}:{i}"} for i in range(16)]} for d in range(6)]
     path = _log(tmp_path, "week.json", *sessions)
     store = str(tmp_path / "pf")
-    proc = subprocess.Popen([sys.executable, "-m", "pagefault.cli.main", "import-history", path, "--user", "ana",
-                             "--data-dir", store], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    shown = b""
-    while proc.poll() is None:  # the bar on stderr says how far the import got
-        shown += proc.stderr.read1(4096)
-        done = [int(n) for n in re.findall(rb"(\d+)/96", shown)]
-        if done and max(done) >= 32:
-            proc.send_signal(signal.SIGKILL)
-            break
+    marker = tmp_path / "at-32"
+    proc = subprocess.Popen([sys.executable, "-c", _STOP_AT_32, str(marker), "import-history", path, "--user", "ana",
+                             "--data-dir", store], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not marker.exists():
+            assert proc.poll() is None, "the import ended before it counted 32 messages"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=60) == -signal.SIGKILL, "the import was killed midway"
     ids = [s["id"] for s in sessions]
     held = sum(len(v) for v in _threads(store, *ids).values())

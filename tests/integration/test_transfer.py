@@ -538,7 +538,7 @@ def test_a_killed_import_is_detected_and_a_rerun_finishes_it(source, tmp_path, c
         time.sleep(0.005)
     assert proc.wait(timeout=60) == -signal.SIGKILL, "the import was killed midway"
     cut = _journal(store)
-    assert cut is not None and cut["thread_started"] not in cut["threads_done"], "killed while writing a thread"
+    assert cut is not None  # usually killed while a thread was being written; a kill between two is as valid
     landed = _threads_in(store, ids)
     assert 3 <= len(landed) < 24, landed
 
