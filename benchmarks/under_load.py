@@ -69,6 +69,7 @@ def main() -> int:
             ok = proc.returncode == 0
             rounds.append((i, ok, took, summary))
             print(f"round {i}/{args.times}: {'pass' if ok else 'FAIL'} in {took:.0f}s: {summary}", flush=True)
+            _report(args, files, missing, rounds, final=False)  # the table so far, should the run be stopped
             if not ok:
                 print(proc.stdout[-6000:], proc.stderr[-2000:], sep="\n")
                 if not args.keep_going:
@@ -77,6 +78,14 @@ def main() -> int:
         stop.set()
         for h in hogs:
             h.join(timeout=5)
+    passed = _report(args, files, missing, rounds, final=True)
+    return 0 if passed == args.times else 1
+
+
+def _report(args: argparse.Namespace, files: list[str], missing: list[str],
+            rounds: list[tuple[int, bool, float, str]], *, final: bool) -> int:
+    """Write (unless ``--no-write``) and, when ``final``, print the table of the rounds so far; returns
+    how many passed."""
     passed = sum(ok for _, ok, _, _ in rounds)
     lines = [
         "## Timing-sensitive tests under a CPU hog (issue 22)",
@@ -95,10 +104,11 @@ def main() -> int:
         else f"**{passed} of {len(rounds)} rounds run passed** (of {args.times} asked)",
     ]
     table = "\n".join(lines)
-    print(table)
+    if final:
+        print(table)
     if not args.no_write:
         write_section(ROOT / "benchmarks" / "RESULTS.md", "under-load", table)
-    return 0 if passed == args.times else 1
+    return passed
 
 
 if __name__ == "__main__":
