@@ -1,0 +1,368 @@
+"""The mutation check: do the targeted tests catch regressions in the safety-critical modules?
+
+    .venv/bin/python benchmarks/mutation.py                  # every mutant; writes its section of RESULTS.md
+    .venv/bin/python benchmarks/mutation.py --list           # list the mutants, run nothing
+    .venv/bin/python benchmarks/mutation.py --area guard --max-generated 40 --no-write
+    .venv/bin/python benchmarks/mutation.py --mutant 3f2a9c01d4    # one mutant (ids from --list)
+
+Each mutant (hand-chosen ones, and ones generated from the syntax tree of named functions: see
+``mutation_mutants.py`` and ``mutation_catalog.py``) is applied to a scratch copy of the repository,
+never to the tree itself: the tree is copied to a temporary directory once, one file is patched, the
+area's test files run there (``pytest -x -q``, through this interpreter, ``PYTHONPATH`` pointing at the
+copy), and the file is restored. Mutants run one at a time.
+
+A mutant is killed when a test fails (a timeout counts as killed, and is noted), survives when all
+pass, and is equivalent when it survived and is on the reviewed list of ``mutation_catalog.EQUIVALENT``
+(with the reason it changes no behaviour). Not part of the default test command: a full run takes
+about two hours on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from mutation_catalog import AREAS, EQUIVALENT, HAND, Area  # noqa: E402
+from mutation_mutants import Mutant, generate, resolve_hand, sample  # noqa: E402
+from results_md import write_section  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+SECTION = "mutation"
+LOG = ROOT / "benchmarks" / ".cache" / "mutation.json"
+COMMAND = "python benchmarks/mutation.py"
+#: Kept out of the scratch copy: environments, caches, state a run leaves behind.
+IGNORED = (".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", ".pagefault", ".langgraph_api",
+           ".cache", "*.egg-info", "docs", ".ipynb_checkpoints")
+#: Every process a run starts carries this variable (with the run's id), so that any left behind by a
+#: timed-out run can be found and stopped. Not PAGEFAULT_*: the test servers drop those.
+MARKER = "MUTATION_CHECK_RUN"
+GOAL = 0.90
+
+
+@dataclass
+class Outcome:
+    """What one mutant's test run came to: ``status`` is killed, timeout, survived, equivalent or error."""
+
+    mutant: Mutant
+    status: str
+    seconds: float
+    detail: str = ""
+
+
+def all_mutants(root: Path, areas: list[Area], cap: int | None) -> list[Mutant]:
+    """Hand-chosen mutants first, then the generated ones, area by area, in a fixed order."""
+    keys = {a.key for a in areas}
+    out = [resolve_hand(root, h) for h in HAND if h.area in keys]
+    for area in areas:
+        generated = [m for file, functions in area.functions.items()
+                     for m in generate(root, area.key, file, functions, area.tests)]
+        out += sample(generated, cap)
+    return out
+
+
+class Scratch:
+    """A copy of the repository in a temporary directory, where one mutant at a time is applied, and the
+    warm test runner (``mutation_worker.py``) started there."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="pagefault-mutation-"))
+        self.repo = self.dir / "repo"
+        self._copy_stable(root)
+        self.run_id = uuid.uuid4().hex
+        self.env = {**os.environ, "PYTHONPATH": str(self.repo), "PYTHONDONTWRITEBYTECODE": "1",
+                    MARKER: self.run_id}
+        self.worker: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self.last_output = ""
+
+    def _copy_stable(self, root: Path, settle: float = 20.0, tries: int = 10) -> None:
+        """Copy ``root``, then again until the package and the tests read the same as a moment later: the
+        tree is shared with people editing it, and a copy taken halfway through an edit (or during
+        someone's own experiment on a file) is not the code to test."""
+        for _ in range(tries):
+            shutil.rmtree(self.repo, ignore_errors=True)
+            shutil.copytree(root, self.repo, ignore=shutil.ignore_patterns(*IGNORED), symlinks=True)
+            time.sleep(settle)
+            if _digest(root) == _digest(self.repo):
+                return
+            print("the tree changed while it was copied; copying again", flush=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        sys.exit(f"mutation: the tree kept changing for {tries} copies; try again when it is quiet")
+
+    def check_import(self) -> str:
+        """Where the copy's interpreter imports pagefault from; exits unless it is the copy."""
+        got = subprocess.run([sys.executable, "-c", "import pagefault; print(pagefault.__file__)"], cwd=self.repo,
+                             env=self.env, capture_output=True, text=True, timeout=300)
+        where = got.stdout.strip()
+        if got.returncode or not where.startswith(str(self.repo)):
+            sys.exit(f"mutation: the scratch copy's pagefault is not the one imported ({where or got.stderr.strip()})")
+        return where
+
+    def start_worker(self) -> None:
+        self.worker = subprocess.Popen([sys.executable, str(self.repo / "benchmarks" / "mutation_worker.py")],
+                                       cwd=self.repo, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        if self._message(600) != {"ready": True}:
+            sys.exit("mutation: the test runner did not start")
+
+    def _message(self, timeout: float) -> dict | None:
+        """The worker's next line, as JSON; None when none came within ``timeout`` seconds."""
+        assert self.worker is not None and self.worker.stdout is not None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.worker.stdout], [], [], left)[0]:
+                return None
+            chunk = os.read(self.worker.stdout.fileno(), 65536)
+            if not chunk:
+                sys.exit("mutation: the test runner exited")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def pytest(self, tests: tuple[str, ...], timeout: float) -> tuple[int | None, float, str]:
+        """Run ``tests`` in the copy: (exit code or None on timeout, seconds, the first failure's line)."""
+        assert self.worker is not None and self.worker.stdin is not None
+        out = self.dir / "run.log"
+        began = time.monotonic()
+        self.worker.stdin.write(json.dumps({"tests": list(tests), "out": str(out)}).encode() + b"\n")
+        self.worker.stdin.flush()
+        started = self._message(60)
+        if not started:
+            sys.exit("mutation: the test runner did not start a run")
+        done = self._message(timeout)
+        code: int | None = done["code"] if done else None
+        if done is None:  # interrupt it (pytest tears its fixtures down on SIGINT), then kill it
+            for sig, wait in ((signal.SIGINT, 30), (signal.SIGKILL, 30)):
+                try:
+                    os.killpg(started["pid"], sig)
+                except ProcessLookupError:
+                    pass
+                if self._message(wait) is not None:
+                    break
+        self.sweep()
+        self.last_output = out.read_text(errors="replace") if out.exists() else ""
+        return code, time.monotonic() - began, _first_failure(self.last_output)
+
+    def sweep(self) -> None:
+        """Stop any process this run started that outlived its test run (found by ``MARKER``), but the worker."""
+        needle = f"{MARKER}={self.run_id}".encode()
+        keep = {os.getpid(), self.worker.pid if self.worker else -1}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) in keep:
+                continue
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
+
+    def close(self) -> None:
+        if self.worker is not None:
+            if self.worker.stdin is not None:
+                self.worker.stdin.close()
+            try:
+                self.worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.worker.kill()
+                self.worker.wait()
+        self.worker = None
+        self.sweep()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    """The source files the check reads (package, tests, benchmarks), by path."""
+    return {str(f.relative_to(root)): f.read_bytes() for d in ("pagefault", "tests", "benchmarks")
+            for f in sorted((root / d).rglob("*.py")) if "__pycache__" not in f.parts}
+
+
+def _first_failure(out: str) -> str:
+    lines = out.splitlines()
+    for prefix in ("FAILED ", "ERROR ", "Timeout"):
+        for line in lines:
+            if line.startswith(prefix):
+                return line[:200]
+    return (lines[-1] if lines else "")[:200]
+
+
+def run_mutant(scratch: Scratch, mutant: Mutant, timeout: float) -> Outcome:
+    path = scratch.repo / mutant.file
+    original = path.read_bytes()
+    path.write_bytes(mutant.apply(original))
+    try:
+        code, seconds, detail = scratch.pytest(mutant.tests, timeout)
+    finally:
+        path.write_bytes(original)
+    if code is None:
+        return Outcome(mutant, "timeout", seconds, f"no result within {timeout:.0f} s")
+    if code == 0:
+        return Outcome(mutant, "equivalent" if mutant.id in EQUIVALENT else "survived", seconds)
+    if code in (1, 2, 3):  # tests failed, or failed to collect (e.g. the mutant broke an import), or crashed
+        return Outcome(mutant, "killed", seconds, detail)
+    return Outcome(mutant, "error", seconds, f"pytest exit code {code}: {detail}")
+
+
+def table(outcomes: list[Outcome], areas: list[Area]) -> tuple[str, dict[str, float]]:
+    """The markdown table, per area and in total, and the generated kill-or-equivalent rate per area."""
+    rows = ["| area | hand-chosen killed / total | generated: killed | survived | equivalent | total "
+            "| killed or equivalent | kill rate (killed / non-equivalent) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    rates: dict[str, float] = {}
+    groups = [(a.title, [o for o in outcomes if o.mutant.area == a.key]) for a in areas]
+    groups.append(("**all**", outcomes))
+    for title, group in groups:
+        hand = [o for o in group if o.mutant.origin == "hand"]
+        gen = Counter("killed" if o.status == "timeout" else o.status for o in group if o.mutant.origin == "generated")
+        total = sum(gen.values())
+        ok = gen["killed"] + gen["equivalent"]
+        live = total - gen["equivalent"]
+        rate = ok / total if total else 1.0
+        rates[title] = rate
+        kill = f"{gen['killed'] / live:.1%}" if live else "-"
+        hand_killed = sum(o.status in ("killed", "timeout") for o in hand)
+        rows.append(f"| {title} | {hand_killed} / {len(hand)} | {gen['killed']} | {gen['survived']} "
+                    f"| {gen['equivalent']} | {total} | {rate:.1%} | {kill} |")
+    return "\n".join(rows), rates
+
+
+def report(outcomes: list[Outcome], areas: list[Area], command: str, minutes: float, cap: int | None) -> str:
+    body, rates = table(outcomes, areas)
+    timeouts = [o for o in outcomes if o.status == "timeout"]
+    survivors = [o for o in outcomes if o.status in ("survived", "error")]
+    hand_missed = [o for o in outcomes if o.mutant.origin == "hand" and o.status not in ("killed", "timeout")]
+    lines = [
+        "## Mutation check (issue 22)",
+        "",
+        f"Command: `{command}` (one run, {minutes:.0f} min on 2 shared cores; mutants one at a time, each in a scratch "
+        "copy of the repository, the area's test files run with `pytest -x`). Not in the default test command.",
+        "",
+        "Hand-chosen mutants stand for regressions we know matter (each with the tests that must kill it); generated "
+        "ones are every comparison swap, `and`/`or` swap, `not` removed, boolean or number constant changed, `return` "
+        "of a constant, statement deleted inside an `if` and element removed from a list, tuple or dict display, in "
+        "the named functions of each area (`benchmarks/mutation_catalog.py`)"
+        + (f", at most {cap} per area" if cap is not None else "") + ". A timeout counts as killed; "
+        "\"equivalent\" are survivors reviewed by hand and shown to change no behaviour (the list and each reason "
+        "are in `mutation_catalog.EQUIVALENT`).",
+        "",
+        body,
+        "",
+        f"Goal: every hand-chosen mutant killed, and at least {GOAL:.0%} of generated mutants killed or equivalent in "
+        "each area: " + ("met." if not hand_missed and all(r >= GOAL for r in rates.values()) else "**not met**."),
+    ]
+    if timeouts:
+        lines += ["", f"Timeouts (counted as killed): {len(timeouts)}: "
+                  + "; ".join(f"`{o.mutant.id}` {o.mutant.file}:{o.mutant.function}" for o in timeouts) + "."]
+    if hand_missed:
+        lines += ["", "Hand-chosen mutants not killed:"]
+        lines += [f"- `{o.mutant.id}` {o.mutant.regression} ({o.status})" for o in hand_missed]
+    if survivors:
+        lines += ["", "Surviving generated mutants (not yet killed by a test nor shown equivalent):"]
+        lines += [f"- `{o.mutant.id}` {o.mutant.file}:{o.mutant.line} `{o.mutant.function}`: "
+                  f"{o.mutant.description}" + (f" ({o.detail})" if o.status == "error" else "")
+                  for o in survivors if o.mutant.origin == "generated"]
+    lines += ["", "Scope (what is mutated, and what is left out on purpose):", "",
+              *[f"- {line}" for line in _scope_lines()]]
+    return "\n".join(lines)
+
+
+def _scope_lines() -> list[str]:
+    import mutation_catalog
+
+    doc = mutation_catalog.__doc__ or ""
+    items = doc.split("Scope limits, on purpose:\n", 1)[-1].strip().split("\n- ")
+    return [" ".join(item.removeprefix("- ").split()) for item in items if item.strip()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--area", action="append", choices=[a.key for a in AREAS],
+                        help="only this area (repeatable; default: all)")
+    parser.add_argument("--max-generated", type=int, default=None,
+                        help="at most this many generated mutants per area, spread evenly (default: all)")
+    parser.add_argument("--hand-only", action="store_true", help="only the hand-chosen mutants")
+    parser.add_argument("--mutant", action="append", help="only the mutant with this id (repeatable)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-write", action="store_true", help="print the table, do not write RESULTS.md")
+    parser.add_argument("--timeout-factor", type=float, default=3.0,
+                        help="a mutant's run times out after this many times the area's clean run, plus 60 s")
+    args = parser.parse_args()
+
+    areas = [a for a in AREAS if not args.area or a.key in args.area]
+
+    def chosen(root: Path) -> list[Mutant]:
+        mutants = all_mutants(root, areas, args.max_generated)
+        if args.hand_only:
+            mutants = [m for m in mutants if m.origin == "hand"]
+        if args.mutant:
+            mutants = [m for m in mutants if m.id in set(args.mutant)]
+        missing = sorted({t for m in mutants for t in m.tests if not (root / t.split("::")[0]).exists()})
+        if missing and not args.list:
+            sys.exit(f"mutation: test files not found: {', '.join(missing)}")
+        return mutants
+
+    if args.list:
+        mutants = chosen(ROOT)
+        for m in mutants:
+            print(f"{m.id}  {m.area:<10} {m.origin:<9} {m.file}:{m.line} {m.function}: {m.description}")
+        counts = Counter((m.area, m.origin) for m in mutants)
+        print("\n" + ", ".join(f"{a} {o}: {n}" for (a, o), n in sorted(counts.items())))
+        return
+
+    began = time.monotonic()
+    scratch = Scratch(ROOT)
+    outcomes: list[Outcome] = []
+    try:
+        mutants = chosen(scratch.repo)  # from the copy: the spans are those of the files the tests run on
+        print(f"scratch copy {scratch.repo}; pagefault imported from {scratch.check_import()}", flush=True)
+        scratch.start_worker()
+        timeouts: dict[tuple[str, ...], float] = {}
+        for tests in dict.fromkeys(m.tests for m in mutants):
+            code, seconds, detail = scratch.pytest(tests, 1800)
+            if code != 0:
+                print(scratch.last_output[-6000:])
+                sys.exit(f"mutation: the tests fail without any mutant ({detail}); fix them first")
+            timeouts[tests] = args.timeout_factor * seconds + 60
+            print(f"clean run of {len(tests)} test file(s): {seconds:.0f} s", flush=True)
+        for n, m in enumerate(mutants, 1):
+            o = run_mutant(scratch, m, timeouts[m.tests])
+            outcomes.append(o)
+            print(f"[{n}/{len(mutants)}] {o.status:<10} {o.seconds:5.0f}s {m.id} {m.area} {m.file}:{m.line} "
+                  f"{m.function}: {m.description}" + (f" -- {o.detail}" if o.status != "survived" and o.detail else ""),
+                  flush=True)
+    finally:
+        scratch.close()
+    minutes = (time.monotonic() - began) / 60
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    LOG.write_text(json.dumps([{"id": o.mutant.id, "area": o.mutant.area, "origin": o.mutant.origin,
+                                "file": o.mutant.file, "line": o.mutant.line, "function": o.mutant.function,
+                                "description": o.mutant.description, "status": o.status,
+                                "seconds": round(o.seconds, 1), "detail": o.detail} for o in outcomes], indent=1))
+    stale = sorted(set(EQUIVALENT) - {o.mutant.id for o in outcomes if o.status == "equivalent"}
+                   & {o.mutant.id for o in outcomes})
+    if stale:
+        print(f"reviewed as equivalent but killed now (drop them from EQUIVALENT): {', '.join(stale)}")
+    command = " ".join([COMMAND, *sys.argv[1:]])
+    text = report(outcomes, areas, command, minutes, args.max_generated)
+    print("\n" + text)
+    if not args.no_write and not args.mutant:
+        write_section(RESULTS, SECTION, text)
+        print(f"\nwrote the {SECTION} section of {RESULTS.relative_to(ROOT)}; per-mutant log in {LOG.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
