@@ -15,10 +15,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from pagefault.safety import guard
 from pagefault.safety.guard import (
     GUARD_VERSION,
+    HASH_BITS,
     MAX_SCAN_CHARS,
     Finding,
+    Scorer,
     Verdict,
     check_mode,
+    features,
     first_match,
     normalize,
     scan,
@@ -240,3 +243,57 @@ def test_first_match_skips_an_alternative_whose_literals_are_absent():
     assert first_match((_branch("hello", None, frozenset({"abc", "xyz"})),), low, set()) is None
     more = first_match((_branch("hello", None, frozenset({"abc", "wor"})),), low, set())
     assert more is not None and more.group(0) == "hello"
+
+
+def test_a_rule_found_in_several_decoded_views_is_reported_once_in_the_first():
+    import base64
+
+    text = f"Data: {base64.b64encode(ATTACK.encode()).decode()} and {ATTACK.encode().hex()}"
+    assert scan(text).rules == ("override (in base64)", "exfiltration (in base64)")
+
+
+def test_windows_keep_a_short_text_whole_and_cut_long_sentences_at_a_space():
+    assert windows("One.\nTwo.") == ["One.\nTwo."]  # two sentences: the text itself, as written
+    first, second = "a" * 300 + ".", "b" * 300 + "."
+    padded = first + " " * 100 + second
+    assert windows(padded) == [padded[:640]]
+    exact = " ".join(["word"] * 64)[:319] + "."  # a sentence of exactly 320 characters is not cut
+    assert len(exact) == 320 and windows(f"{exact} Two. Three.") == [f"{exact} Two.", "Two. Three."]
+    over = "a " + "b" * 400 + "."  # cut at its only space, then (no space left) at 320 characters
+    assert windows(f"{over} End.") == ["a " + "b" * 320, "b" * 320 + " " + "b" * 80 + ".", "b" * 80 + ". End."]
+
+
+def _scorer(heavy: str = "", threshold: float = 1.0, bias: float = 0.0) -> Scorer:
+    """A scorer whose weights are zero but for the features of ``heavy``."""
+    weights = [0.0] * (1 << HASH_BITS)
+    for i in (features(heavy) if heavy else []):
+        weights[i] = 10.0
+    return Scorer(tuple(weights), bias, threshold)
+
+
+def test_a_window_scoring_exactly_the_threshold_is_flagged():
+    at = _scorer(threshold=0.5, bias=0.5)
+    assert at.flagged_window("!") == "!"  # no features: the logit is the bias
+    assert at.flagged_window("One. Two. Three.") == "One. Two."
+    assert _scorer(threshold=0.6, bias=0.5).flagged_window("One. Two. Three.") is None
+
+
+def test_a_text_with_no_features_scores_the_bias():
+    if guard.SCORER is None:
+        pytest.fail("the guard's scorer weights are missing (pagefault/data/guard_scorer.npz)")
+    assert guard.SCORER.logit("!") == guard.SCORER.bias
+    assert scan("!") == Verdict() and scan("?!") == Verdict()
+
+
+def test_the_scorer_reads_at_most_four_hundred_windows():
+    scorer = _scorer("zebra zebra")
+    filler = ["Ok."] * 401
+    early = " ".join([*filler[:399], "Zebra zebra.", *filler[399:]])  # in window 398 and 399
+    late = " ".join([*filler, "Zebra zebra.", "Ok."])  # in windows 400 and 401 only
+    assert scorer.flagged_window(early) is not None
+    assert scorer.flagged_window(late) is None
+
+
+def test_a_three_letter_text_is_attributed_like_any_other():
+    origins = Origins(user_text="I am Ana.")
+    assert origins.attribute("Ana") == "user" and origins.attribute("an") == "agent"
