@@ -40,6 +40,7 @@ class Area:
 
 COMPACTION_TESTS = (
     "tests/unit/window/test_pairing_mutants.py",
+    "tests/unit/window/test_compaction_plan.py",
     "tests/unit/window/test_compaction_property.py",
     "tests/unit/window/test_fit_summary.py",
     "tests/integration/test_memory_graph.py",
@@ -81,6 +82,7 @@ SETTINGS_TESTS = (
 AUTH_TESTS = (
     "tests/unit/serve/test_auth_config.py",
     "tests/unit/serve/test_auth_handlers.py",
+    "tests/server/test_thread_owner_agent.py",
     "tests/server/test_serve_safely.py",
 )
 
@@ -111,7 +113,7 @@ AREAS: tuple[Area, ...] = (
                                       "Verdict.rules", "windows", "_sentences", "Scorer._logit", "Scorer.flagged_window",
                                       "check_mode"),
         "pagefault/tools/trust.py": ("Origins.attribute", "Origins.untrusted", "turn_messages", "origins_of"),
-        "pagefault/tools/handlers.py": ("hit_flags", "_scanned", "recall_flags", "archival_flags", "_search",
+        "pagefault/tools/handlers.py": ("_scanned", "recall_flags", "archival_flags", "_search",
                                         "_edit_provenance", "_procedure_reasons"),
         "pagefault/stores/recall.py": ("guard_stamp", "stored_flags"),
     }, GUARD_TESTS),
@@ -287,4 +289,50 @@ HAND: tuple[HandMutant, ...] = (
 )
 
 #: Survivors reviewed by hand and shown to change no behaviour: mutant id -> why.
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "2d297e7158": ("HybridIndex.find: without the one-key shortcut the query is the scope-and-key `$and`; the loop drops "
+                  "other scopes either way, so the same records come back (the shortcut is for speed)."),
+    "2ae5d9b749": ("HybridIndex.find: the score of a listing is never read (timeline, settle, consolidation and the "
+                  "inspector use text, metadata and vectors); search scores come from `search`."),
+    "a40a963686": ("HybridIndex.unfiltered_neighbours: asking for OVERFETCH * n at once instead of n first returns the "
+                  "same first n passing records (the n-first round only saves work when all pass)."),
+    "b8daeef58e": ("HybridIndex.unfiltered_neighbours: `reshape(1, -1)` -> `reshape(1, -2)`: numpy reads any negative "
+                  "dimension as \"the rest\", the same (1, dim) array."),
+    "67973cbccb": ("HybridIndex.unfiltered_neighbours: no backend gets here with `matching` answering None (SQLite's "
+                  "always returns a set; Postgres has can_match False and returns at the top), so the guard cannot "
+                  "fire."),
+    "cd9b739ac3": ("HybridIndex.unfiltered_neighbours: with exactly n passing, `> n` goes on to the OVERFETCH round, "
+                  "whose first n passing records are the same n."),
+    "68158b70fa": ("LexicalIndex.matching: without the early return, SQLite runs `d.id IN ()` (an empty list is valid "
+                  "SQL there) and returns the same empty set."),
+    "56e53351ac": ("_sql_value: a bool then falls to the int branch and is returned as is; sqlite3 binds True and False "
+                  "as 1 and 0, the same values `int(v)` gives."),
+    "ceaa7f397b": ("ResidentCollection._select_ids: `LIMIT -1` -> `LIMIT -2`: SQLite reads any negative LIMIT as no "
+                  "limit."),
+    "973661b4fe": ("RecallIndex.user_messages_before: without the early return, index 0 (or below) asks recall for user "
+                  "messages with `turn < 0`, of which there are none: 0 either way."),
+    "ea6951823e": ("RecallIndex.user_messages_before: at index 0, `< 0` skips the early return and the query for `turn < "
+                  "0` finds nothing: 0 either way."),
+    "ba84c2a53e": ("recall_text: `split(\"\\n\", 1)[0]` -> `split(\"\\n\", 2)[0]`: the first line is the same however "
+                  "many splits follow."),
+    "00e3ae7090": ("first_match: the early exit on a match at position 0 only saves work: no later alternative can start "
+                  "earlier, and a tie keeps the earlier one."),
+    "c73e2e9bdd": ("first_match: the same early exit (its `break` alone) deleted: no later alternative can start before "
+                  "0, and ties keep the earlier one."),
+    "12b8188fd3": ("_match: the branch for text whose lower-casing changes its length is unreachable after `normalize`: "
+                  "U+0130 is the only such character and `normalize` maps it to I."),
+    "217460e709": ("_match: in the same unreachable branch (see 12b8188fd3)."),
+    "aeb3d88e8e": ("_sentences: `rfind(\" \", 0, ...)` -> `rfind(\" \", 1, ...)`: the sentence is stripped, so there is "
+                  "never a space at index 0 to find."),
+    "c2f3ff491b": ("_sentences: `cut > 0` -> `cut >= 0`: rfind returns -1 or a position above 0 (the sentence is "
+                  "stripped), never 0."),
+    "21273e42ff": ("Scorer.flagged_window: a three-sentence text then goes through `windows`, whose windows are the same "
+                  "adjacent pairs the pair path scores, with the same features (`_pair_features` is `features` of each "
+                  "pair, computed once per sentence)."),
+    "f9f9a23cdb": ("plan_compaction: `max(over, 0)` -> `max(over, 1)` differs only when over <= 0, and then a message is "
+                  "cut only if it is over its share (cost > max_msg), where min(max_msg, cost - 1) = min(max_msg, cost) "
+                  "= max_msg."),
+    "ca737cafa2": ("_check_id: its return value is never used (Scope.__post_init__ calls it for the checks only)."),
+    "c5ea61a1bc": ("client_values: without the early return, None is neither a mapping, a dataclass nor a pydantic "
+                  "model, and the last branch returns {} the same."),
+}

@@ -292,3 +292,9 @@ async def test_a_core_block_written_through_the_api_must_have_pagefaults_shape(r
     assert await auth.on_store(ctx, {"namespace": Scope("ann").namespace("notes"), "key": "k",
                                      "value": {"anything": 1}}) is None
     assert await auth.on_store(ctx, {"namespace": core, "key": "human", "value": None}) is None
+
+
+async def test_a_context_the_client_gave_may_not_carry_langgraphs_own_keys(tokens):
+    given = {"thread_id": None, "kwargs": {"context": {"thread_id": "t", "top_k": 3},
+                                           "config": {"configurable": {"__context_provided__": True}}}}
+    assert "unknown key(s) 'thread_id'" in await refused(auth.on_run_create(as_ann("threads", "create_run"), given), 422)

@@ -240,3 +240,29 @@ def test_an_app_run_under_auth_is_the_tokens_user():
     assert app.for_app_run(None, authenticated("ann")).user_id == "ann"
     with pytest.raises(SettingsError, match="not the authenticated user"):
         app.for_app_run({"user_id": "ben"}, authenticated("ann"))
+
+
+def test_a_mapping_is_taken_as_written_even_at_the_defaults():
+    base = Context(user_id="app-user", data_dir="/app/pf", top_k=3)
+    assert client_values({"top_k": 5}, base) == {"top_k": 5}  # the built-in default, but said: it counts
+    with pytest.raises(SettingsError, match="data_dir"):
+        client_values({"data_dir": Context().data_dir}, base)  # the default, but not the app's own
+
+
+def test_a_models_fields_left_at_their_defaults_are_not_the_runs():
+    base = Context(user_id="app-user", top_k=3)
+    assert client_values(AppModel(user_id="ana"), base) == {"user_id": "ana"}  # top_k=5 is only its default
+    assert ServerSettings.of_app(base).for_app_run(AppModel(user_id="ana"), None).top_k == 3
+
+
+def test_settings_the_environment_refused_refuse_every_run():
+    refusing = ServerSettings.refusing("PAGEFAULT_CONTEXT_WINDOW=0 is out of range")
+    with pytest.raises(SettingsError) as e:
+        refusing.for_run({"user_id": "ana"}, Identity(None))
+    assert str(e.value) == ("this server's settings are invalid, so it runs nothing: "
+                            "PAGEFAULT_CONTEXT_WINDOW=0 is out of range")
+
+
+def test_an_unknown_setting_given_straight_to_for_run_is_a_settings_error():
+    with pytest.raises(SettingsError, match="usr_id"):
+        served().for_run({"user_id": "ana", "usr_id": "x"}, Identity(None))
