@@ -157,6 +157,12 @@ class SerializedGraph(CompiledStateGraph[Any, Any, Any, Any]):
                 _held.reset(held)
 
 
+def compiled_fields(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
+    """What a subclass of ``CompiledStateGraph`` is built from to stand for ``graph``: its fields, without
+    the generic alias that ``CompiledStateGraph[...]`` left on it."""
+    return {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
+
+
 _classes: dict[type, type[SerializedGraph]] = {CompiledStateGraph: SerializedGraph}
 
 
@@ -177,8 +183,8 @@ def serialized(graph: CompiledStateGraph[Any, Any, Any, Any], *, wait: float = T
     ``locks`` are given."""
     if isinstance(graph, SerializedGraph):
         return graph.copy({"locks": locks or graph.locks, "wait": wait})
-    attrs = {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
-    return _serialized_class(type(graph))(locks=locks or locks_of(graph.checkpointer), wait=wait, **attrs)
+    return _serialized_class(type(graph))(locks=locks or locks_of(graph.checkpointer), wait=wait,
+                                          **compiled_fields(graph))
 
 
 def warn_unserialized(config: RunnableConfig) -> None:

@@ -40,6 +40,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
+from pagefault.engines.thread_lock import compiled_fields
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
@@ -86,7 +87,7 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
     def of(cls, compiled: CompiledStateGraph[PagefaultState, Context, Any, PagefaultState],
            setup: AgentSetup) -> Self:
         """``compiled`` (``StateGraph.compile``'s graph) as this class, built with ``setup``."""
-        return cls(setup=setup, **{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+        return cls(setup=setup, **compiled_fields(compiled))
 
     def _plan(self, input: Any, config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, str | None]:
         """The run's config, stamped with who runs it, and the stamp to look for a cut-short run by

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
+from support.bad_files import place
 
 from pagefault import Context, open_embedded
 from pagefault.cli.main import main
@@ -202,13 +203,7 @@ def test_every_message_lands_once_keyed_by_its_position(tmp_path, capsys):
     ("missing", "MISSING", ["cannot read"]),
 ])
 def test_every_bad_file_is_one_line_and_exit_2(tmp_path, capsys, name, content, words):
-    path = tmp_path / "bad.json"
-    if content == "DIR":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
-    elif content != "MISSING":
-        path.write_text(content)
+    path = place(tmp_path / "bad.json", content)
     line = _refused(capsys, str(path), "--user", "ana", "--data-dir", str(tmp_path / "pf"), words=tuple(words))
     assert len(line) < 600
 

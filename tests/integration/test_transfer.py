@@ -13,6 +13,7 @@ import time
 
 import pytest
 from langchain_core.messages import HumanMessage
+from support.bad_files import place
 
 from pagefault import Context, export_agent, import_agent, open_embedded
 from pagefault.cli.main import demo_filler, main
@@ -478,13 +479,7 @@ def test_every_bad_file_is_one_line_and_exit_2(source, tmp_path, capsys, name, c
         bad["procedures"].append({"id": "nope", "text": "Be brief.", "created_at": 1.0})
     elif name == "oversized core block":
         next(b for b in bad["core"] if b["label"] == "persona")["value"] = "x" * 100_000
-    path = tmp_path / "bad.json"
-    if content == "DIR":
-        path.mkdir()
-    elif isinstance(content, bytes):
-        path.write_bytes(content)
-    elif content != "MISSING":
-        path.write_text(content if content is not None else json.dumps(bad), encoding="utf-8", errors="surrogatepass")
+    path = place(tmp_path / "bad.json", content if content is not None else json.dumps(bad))
     store = str(tmp_path / "pf")
     _refused_here(capsys, "import", str(path), "--data-dir", store, words=tuple(words))
     assert _journal(store) is None and unfinished_import(store) is None

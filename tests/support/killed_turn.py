@@ -328,23 +328,29 @@ def _run(entry: str, data_dir: str, user: str, thread: str, texts: list[str], po
     conn.send(("done", None))
 
 
+def _runner(middleware: bool, p: Any, user: str, data_dir: str) -> tuple[Any, Any]:
+    """What a child runs its turns on, and the run context: a ``create_agent`` app with the middleware, or the
+    directory's pagefault graph (``p``: the opened ``EmbeddedPersistence``, sync or async)."""
+    from pagefault import Context, OfflineChatModel, PagefaultMiddleware
+
+    if middleware:
+        from langchain.agents import create_agent
+
+        return create_agent(OfflineChatModel(), tools=[], checkpointer=p.checkpointer, store=p.store,
+                            middleware=[PagefaultMiddleware(user_id=user, data_dir=data_dir, context_window=WINDOW)]), None
+    return p.graph(), Context(user_id=user, data_dir=data_dir, context_window=WINDOW)
+
+
 def _turns(entry: str, data_dir: str, user: str, thread: str, texts: list[str], durability: str | None,
            conn: _Pipe) -> None:
     from langchain_core.messages import HumanMessage
 
-    from pagefault import Context, OfflineChatModel, PagefaultMiddleware, open_embedded
+    from pagefault import open_embedded
 
     config = {"configurable": {"thread_id": thread}}
     options = {"durability": durability} if durability else {}
     with open_embedded(data_dir) as p:
-        if entry == "middleware":
-            from langchain.agents import create_agent
-
-            runner = create_agent(OfflineChatModel(), tools=[], checkpointer=p.checkpointer, store=p.store,
-                                  middleware=[PagefaultMiddleware(user_id=user, data_dir=data_dir, context_window=WINDOW)])
-            context = None
-        else:
-            runner, context = p.graph(), Context(user_id=user, data_dir=data_dir, context_window=WINDOW)
+        runner, context = _runner(entry == "middleware", p, user, data_dir)
         for text in texts:
             message = {"messages": [HumanMessage(text)]}
             if entry == "stream":
@@ -358,19 +364,12 @@ def _turns(entry: str, data_dir: str, user: str, thread: str, texts: list[str], 
 
 async def _turns_async(entry: str, data_dir: str, user: str, thread: str, texts: list[str], durability: str | None,
                        conn: _Pipe) -> None:
-    from pagefault import Context, OfflineChatModel, PagefaultMiddleware, open_embedded_async
+    from pagefault import open_embedded_async
 
     config = {"configurable": {"thread_id": thread}}
     options = {"durability": durability} if durability else {}
     async with open_embedded_async(data_dir) as p:
-        if entry == "amiddleware":
-            from langchain.agents import create_agent
-
-            runner = create_agent(OfflineChatModel(), tools=[], checkpointer=p.checkpointer, store=p.store,
-                                  middleware=[PagefaultMiddleware(user_id=user, data_dir=data_dir, context_window=WINDOW)])
-            context = None
-        else:
-            runner, context = p.graph(), Context(user_id=user, data_dir=data_dir, context_window=WINDOW)
+        runner, context = _runner(entry == "amiddleware", p, user, data_dir)
         for text in texts:
             message = {"messages": [{"role": "user", "content": text}]}
             if entry == "astream":
