@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/mutation.py --list           # list the mutants, run nothing
     .venv/bin/python benchmarks/mutation.py --area guard --max-generated 40 --no-write
     .venv/bin/python benchmarks/mutation.py --mutant 3f2a9c01d4    # one mutant (ids from --list)
+    .venv/bin/python benchmarks/mutation.py --resume         # go on from the per-mutant log of a run cut short
 
 Each mutant (hand-chosen ones, and ones generated from the syntax tree of named functions: see
 ``mutation_mutants.py`` and ``mutation_catalog.py``) is applied to a scratch copy of the repository,
@@ -15,11 +16,17 @@ A mutant is killed when a test fails (a timeout counts as killed, and is noted),
 pass, and is equivalent when it survived and is on the reviewed list of ``mutation_catalog.EQUIVALENT``
 (with the reason it changes no behaviour). Not part of the default test command: a full run takes
 about two hours on two cores.
+
+Each outcome is appended to the per-mutant log (``benchmarks/.cache/mutation.jsonl``) as it comes, with a
+digest of the mutated file and of the area's test files. ``--resume`` keeps the logged outcomes whose digests
+still match the tree and runs only the rest, so a run cut short goes on where it stopped; the table then
+counts both, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import select
@@ -43,7 +50,7 @@ from results_md import write_section  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "mutation"
-LOG = ROOT / "benchmarks" / ".cache" / "mutation.json"
+LOG = ROOT / "benchmarks" / ".cache" / "mutation.jsonl"
 COMMAND = "python benchmarks/mutation.py"
 #: Kept out of the scratch copy: environments, caches, state a run leaves behind.
 IGNORED = (".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", ".pagefault", ".langgraph_api",
@@ -62,6 +69,47 @@ class Outcome:
     status: str
     seconds: float
     detail: str = ""
+
+
+def digest(root: Path, mutant: Mutant) -> str:
+    """What a logged outcome of ``mutant`` depends on: the mutated file and the test files run against it."""
+    h = hashlib.sha256((root / mutant.file).read_bytes())
+    for test in mutant.tests:
+        h.update(b"\x00" + (root / test.split("::")[0]).read_bytes() + test.encode())
+    return h.hexdigest()[:16]
+
+
+def log_outcome(outcome: Outcome, key: str) -> None:
+    """Append ``outcome`` (its mutant's ``digest`` as ``key``) to the per-mutant log."""
+    m = outcome.mutant
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    with LOG.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": m.id, "digest": key, "area": m.area, "origin": m.origin, "file": m.file,
+                            "line": m.line, "function": m.function, "description": m.description,
+                            "status": outcome.status, "seconds": round(outcome.seconds, 1),
+                            "detail": outcome.detail}) + "\n")
+
+
+def logged_outcomes(root: Path, mutants: list[Mutant]) -> dict[str, Outcome]:
+    """The outcomes in the log that still hold for the tree at ``root``: same mutant id and same digest (the last
+    entry of a mutant wins; an equivalent's status follows today's reviewed list)."""
+    if not LOG.exists():
+        return {}
+    by_id = {m.id: m for m in mutants}
+    found: dict[str, Outcome] = {}
+    for line in LOG.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by a kill
+        m = by_id.get(entry.get("id"))
+        if m is None or entry.get("digest") != digest(root, m):
+            continue
+        status = entry["status"]
+        if status in ("survived", "equivalent"):
+            status = "equivalent" if m.id in EQUIVALENT else "survived"
+        found[m.id] = Outcome(m, status, float(entry["seconds"]), entry.get("detail", ""))
+    return found
 
 
 def all_mutants(root: Path, areas: list[Area], cap: int | None) -> list[Mutant]:
@@ -240,7 +288,8 @@ def table(outcomes: list[Outcome], areas: list[Area]) -> tuple[str, dict[str, fl
     return "\n".join(rows), rates
 
 
-def report(outcomes: list[Outcome], areas: list[Area], command: str, minutes: float, cap: int | None) -> str:
+def report(outcomes: list[Outcome], areas: list[Area], command: str, minutes: float, cap: int | None,
+           resumed: int = 0) -> str:
     body, rates = table(outcomes, areas)
     timeouts = [o for o in outcomes if o.status == "timeout"]
     survivors = [o for o in outcomes if o.status in ("survived", "error")]
@@ -248,7 +297,9 @@ def report(outcomes: list[Outcome], areas: list[Area], command: str, minutes: fl
     lines = [
         "## Mutation check (issue 22)",
         "",
-        f"Command: `{command}` (one run, {minutes:.0f} min on 2 shared cores; mutants one at a time, each in a scratch "
+        f"Command: `{command}` ("
+        + (f"{resumed} outcomes kept from the log of a run cut short, the rest run now; " if resumed else "one run, ")
+        + f"{minutes:.0f} min on 2 shared cores; mutants one at a time, each in a scratch "
         "copy of the repository, the area's test files run with `pytest -x`). Not in the default test command.",
         "",
         "Hand-chosen mutants stand for regressions we know matter (each with the tests that must kill it); generated "
@@ -298,6 +349,8 @@ def main() -> None:
     parser.add_argument("--mutant", action="append", help="only the mutant with this id (repeatable)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--no-write", action="store_true", help="print the table, do not write RESULTS.md")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the logged outcomes that still match the tree, run only the other mutants")
     parser.add_argument("--timeout-factor", type=float, default=3.0,
                         help="a mutant's run times out after this many times the area's clean run, plus 60 s")
     args = parser.parse_args()
@@ -326,38 +379,43 @@ def main() -> None:
     began = time.monotonic()
     scratch = Scratch(ROOT)
     outcomes: list[Outcome] = []
+    done: dict[str, Outcome] = {}
     try:
         mutants = chosen(scratch.repo)  # from the copy: the spans are those of the files the tests run on
-        print(f"scratch copy {scratch.repo}; pagefault imported from {scratch.check_import()}", flush=True)
+        done = logged_outcomes(scratch.repo, mutants) if args.resume else {}
+        if not args.resume and LOG.exists():
+            LOG.unlink()
+        outcomes = [done[m.id] for m in mutants if m.id in done]
+        todo = [m for m in mutants if m.id not in done]
+        print(f"scratch copy {scratch.repo}; pagefault imported from {scratch.check_import()}"
+              + (f"; {len(done)} outcomes kept from the log, {len(todo)} to run" if args.resume else ""), flush=True)
         scratch.start_worker()
         timeouts: dict[tuple[str, ...], float] = {}
-        for tests in dict.fromkeys(m.tests for m in mutants):
+        for tests in dict.fromkeys(m.tests for m in todo):
             code, seconds, detail = scratch.pytest(tests, 1800)
             if code != 0:
                 print(scratch.last_output[-6000:])
                 sys.exit(f"mutation: the tests fail without any mutant ({detail}); fix them first")
             timeouts[tests] = args.timeout_factor * seconds + 60
             print(f"clean run of {len(tests)} test file(s): {seconds:.0f} s", flush=True)
-        for n, m in enumerate(mutants, 1):
+        for n, m in enumerate(todo, len(done) + 1):
             o = run_mutant(scratch, m, timeouts[m.tests])
             outcomes.append(o)
+            log_outcome(o, digest(scratch.repo, m))
             print(f"[{n}/{len(mutants)}] {o.status:<10} {o.seconds:5.0f}s {m.id} {m.area} {m.file}:{m.line} "
                   f"{m.function}: {m.description}" + (f" -- {o.detail}" if o.status != "survived" and o.detail else ""),
                   flush=True)
     finally:
         scratch.close()
     minutes = (time.monotonic() - began) / 60
-    LOG.parent.mkdir(parents=True, exist_ok=True)
-    LOG.write_text(json.dumps([{"id": o.mutant.id, "area": o.mutant.area, "origin": o.mutant.origin,
-                                "file": o.mutant.file, "line": o.mutant.line, "function": o.mutant.function,
-                                "description": o.mutant.description, "status": o.status,
-                                "seconds": round(o.seconds, 1), "detail": o.detail} for o in outcomes], indent=1))
+    if done:  # the minutes of the logged outcomes' runs are their tests' seconds: what resuming saved
+        minutes += sum(o.seconds for o in done.values()) / 60
     stale = sorted(set(EQUIVALENT) - {o.mutant.id for o in outcomes if o.status == "equivalent"}
                    & {o.mutant.id for o in outcomes})
     if stale:
         print(f"reviewed as equivalent but killed now (drop them from EQUIVALENT): {', '.join(stale)}")
     command = " ".join([COMMAND, *sys.argv[1:]])
-    text = report(outcomes, areas, command, minutes, args.max_generated)
+    text = report(outcomes, areas, command, minutes, args.max_generated, len(done))
     print("\n" + text)
     if not args.no_write and not args.mutant:
         write_section(RESULTS, SECTION, text)

@@ -25,7 +25,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 #: Not imported in the runner: the server's own modules read their configuration when imported.
-_SKIP_PREFIXES = ("pagefault", "support", "tests", "conftest", "langgraph_api")
+_SKIP_PREFIXES = ("pagefault", "support", "tests", "conftest", "langgraph_api", "langgraph_runtime")
 
 
 def third_party_imports(root: Path) -> list[str]:
