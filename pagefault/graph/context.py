@@ -66,6 +66,13 @@ class Context:
                        "such as 'openai:gpt-4o-mini'."})
     base_url: str = field(default_factory=_env("base_url", ""), metadata={
         "description": "OpenAI-compatible base URL for local servers (Ollama, vLLM); empty for the provider's."})
+    summary_model: str = field(default_factory=_env("summary_model", ""), metadata={
+        "description": "The model that writes compaction summaries: a LangChain model id (a cheaper one than "
+                       "the chat model, say); empty uses the chat model."})
+    embeddings: str = field(default_factory=_env("embeddings", "offline"), metadata={
+        "description": "The embedding of archival and recall: 'offline' (the built-in all-MiniLM-L6-v2, "
+                       "nothing downloaded) or a LangChain init_embeddings id such as "
+                       "'openai:text-embedding-3-small'. One per data directory: `pagefault reindex` changes it."})
     context_window: int = field(default_factory=_env("context_window", 8192), metadata={
         "description": "Token budget of the main context: system prompt, core memory, summary, messages, tools."})
     warning_fraction: float = field(default_factory=_env("warning_fraction", 0.75), metadata={
@@ -181,6 +188,8 @@ class ContextSettings(TypedDict, total=False):
     agent_id: str | None
     model: str | None
     base_url: str | None
+    summary_model: str | None
+    embeddings: str | None
     context_window: int | None
     warning_fraction: float | None
     compaction_trigger: float | None

@@ -28,7 +28,7 @@ from pagefault.models.tokens import TokenCounter
 from pagefault.safety.redaction import redact
 from pagefault.stores.recall import conversation_turns, speaker
 from pagefault.text.messages import message_text
-from pagefault.text.prompts import SUMMARY_INSTRUCTION
+from pagefault.text.prompts import SUMMARY_PROMPT
 from pagefault.window.events import emit
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
@@ -134,8 +134,7 @@ def _summary_request(ctx: Context, previous: str, evicted: Sequence[BaseMessage]
     """The summarizer's request, and the summary's share of the window in tokens."""
     max_tokens = int(SUMMARY_SHARE * ctx.context_window)
     return [
-        SystemMessage(content=f"{SUMMARY_INSTRUCTION} Merge the previous summary with the new messages. "
-                              f"Keep names, facts, decisions and open tasks. At most {max_tokens * 3 // 4} words."),
+        SystemMessage(content=SUMMARY_PROMPT.format(max_words=max_tokens * 3 // 4)),
         HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
     ], max_tokens
 
