@@ -126,7 +126,10 @@ class ThreadRecord(_Strict):
     summary: str = ""
     evicted_count: int = Field(default=0, ge=0)
     compactions: int = Field(default=0, ge=0)
-    recall_indexed: int = Field(default=0, ge=0, description="Messages below this index were in the recall index.")
+    recall_indexed: int = Field(default=0, ge=0, description="The thread state's recall_indexed: messages below it were "
+                                                             "confirmed in the recall index when its last step ran.")
+    recall_held: int | None = Field(default=None, ge=0, description="Messages below this index were in the recall index "
+                                    "at export (its writer may have indexed past recall_indexed); absent: recall_indexed.")
     pressure_warned: bool = False
     tokens: dict[str, Any] = Field(default_factory=dict)
 
@@ -253,6 +256,9 @@ def export_agent(persistence: EmbeddedPersistence, scope: Scope, *, ctx: Context
                     summary=values.get("summary", "") or "", evicted_count=int(values.get("evicted_count", 0) or 0),
                     compactions=int(values.get("compactions", 0) or 0),
                     recall_indexed=int(values.get("recall_indexed", 0) or 0),
+                    # What recall holds: the writer may have indexed past what the last step saw confirmed.
+                    recall_held=min(len(history), max(int(values.get("recall_indexed", 0) or 0),
+                                                      svc.recall.indexed_through(scope, tid))),
                     pressure_warned=bool(values.get("pressure_warned", False)), tokens=dict(values.get("tokens") or {})))
             bar.update()
     _number_turns(archival, procedures, turns)
@@ -375,6 +381,8 @@ def _check_thread(t: ThreadRecord, source: str) -> None:
                             f"{len(history) - t.evicted_count} in the window, but the window holds {len(window)}")
     if t.recall_indexed > len(history):
         raise TransferError(f"{where} is malformed: recall_indexed {t.recall_indexed} is past its {len(history)} messages")
+    if t.recall_held is not None and t.recall_held > len(history):
+        raise TransferError(f"{where} is malformed: recall_held {t.recall_held} is past its {len(history)} messages")
     if not all(m.id for m in history):
         raise TransferError(f"{where} is malformed: every message needs an id")
     if len({m.id for m in history}) != len(history):
@@ -585,7 +593,8 @@ def _write_thread(graph: Any, svc: MemoryServices, scope: Scope, t: ThreadRecord
     }, as_node="reason")
     # Recall holds what it held at the source (the next turn indexes the rest, as it would have
     # there), citing the checkpoint that now holds those messages, each with its turn.
-    svc.recall.add(scope, t.thread_id, list(enumerate(history[:t.recall_indexed])), config["configurable"]["checkpoint_id"],
+    held = t.recall_indexed if t.recall_held is None else t.recall_held
+    svc.recall.add(scope, t.thread_id, list(enumerate(history[:held])), config["configurable"]["checkpoint_id"],
                    turns=dict(enumerate(conversation_turns(history))))
 
 

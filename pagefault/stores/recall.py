@@ -411,6 +411,15 @@ class RecallIndex:
         self.writer.flush()
         return len(self._thread_ids(scope, thread_id))
 
+    def indexed_through(self, scope: Scope, thread_id: str) -> int:
+        """One past the highest message index of the thread in recall (0: none), once the writer has
+        written what it was given: a thread's state counts only what its last step saw confirmed
+        (``recall_indexed``), and the writer may have indexed more behind the turn since."""
+        self.writer.flush()
+        where = {"$and": [{"scope": scope.key}, {"thread_id": thread_id}]}
+        metas = self.index.collection.get(where=where, include=["metadatas"])["metadatas"] or []
+        return max((int(m["turn"]) for m in metas if m and isinstance(m.get("turn"), int)), default=-1) + 1
+
     def user_messages_before(self, scope: Scope, thread_id: str, message_index: int) -> int:
         """How many of a thread's messages below ``message_index`` are user messages, counted in recall:
         for a thread compacted before its state counted them. Evicted messages were indexed before they

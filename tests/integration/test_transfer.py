@@ -561,3 +561,26 @@ def test_a_killed_import_is_detected_and_a_rerun_finishes_it(source, tmp_path, c
     assert _threads_in(store, ids) == ids
     again = _memory_of(store, "ana")["ana"]["export"]  # read by a fresh process, from the files
     assert again == {k: v for k, v in many.items() if k != "exported_at"}, "the finished import is the file, whole"
+
+
+def test_export_carries_what_recall_holds_past_the_thread_state(embedded, data_dir, say, tmp_path):
+    """The recall writer indexes behind the turn, so recall holds messages past the state's
+    ``recall_indexed`` (what the last step saw confirmed): the export says both, the import's recall
+    holds what the source's held, and the thread state is copied as it was."""
+    ctx = Context(user_id="ana", data_dir=data_dir)
+    graph = embedded.graph()
+    say(graph, ctx, "t", "My name is Ana.")
+    indexed = say(graph, ctx, "t", "I live in Lisbon.")["recall_indexed"]
+    source = MemoryServices.open(data_dir).recall
+    held = source.indexed_through(Scope("ana"), "t")
+    assert held > indexed, "the writer confirmed its work after the step that gave it"
+    doc = export_agent(embedded, Scope("ana"), progress=False)
+    (thread,) = doc["threads"]
+    assert (thread["recall_indexed"], thread["recall_held"]) == (indexed, held)
+    target = str(tmp_path / "target")
+    with open_embedded(target) as p:
+        import_agent(p, json.dumps(doc), progress=False)
+        assert p.graph().get_state({"configurable": {"thread_id": "t"}}).values["recall_indexed"] == indexed
+    imported = MemoryServices.open(target).recall
+    assert imported.thread_count(Scope("ana"), "t") == source.thread_count(Scope("ana"), "t") == held
+    assert imported.indexed_through(Scope("ana"), "t") == held
