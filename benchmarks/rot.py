@@ -28,13 +28,24 @@ validity existed; the as-of question is asked with the date in its words, since 
 same after one pass. A LoCoMo check follows: conversation_search evidence recall@10 (overall and the
 temporal category) after import, then again after a consolidation pass of the same memory, to show
 that neither the validity filter nor consolidation costs recall.
+
+**Model-worded facts** (``--judge N`` subjects, 100 by default; 0 skips): the same kind of scenario
+worded as a model words its own inserts ("Ana Berg switched car to Volvo.", "Ana Berg has a new
+doctor: Dr Chen."), which no pattern reads. Each mention is inserted as ``archival_memory_insert``
+inserts it (``ArchivalStore.insert`` with its date as ``valid_from``), once judged by the patterns
+alone and once by ``ModelSupersedeJudge``: a real ``ChatOpenAI`` against the tests' scripted loopback
+server (``tests/support/scripted_openai.py``), whose structured answer is an **oracle** that reads the
+scenario's own wordings. So that column is the ceiling of the model-judge path (what the candidate
+search lets a perfect model reach, and what it costs in calls and time), not any real model's accuracy.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -55,7 +66,10 @@ from results_md import write_section  # noqa: E402
 
 from pagefault import Context, open_embedded  # noqa: E402
 from pagefault.consolidation.consolidate import consolidate  # noqa: E402
+from pagefault.consolidation.supersede import ModelSupersedeJudge  # noqa: E402
 from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
+from pagefault.stores.provenance import Provenance  # noqa: E402
+from pagefault.stores.superseding import PATTERNS, SupersedeJudge  # noqa: E402
 from pagefault.text.facts import parse_fact  # noqa: E402
 
 SEED = 20_240_503
@@ -73,6 +87,13 @@ VALUES = {
 }
 RESTATE = ("{n}'s {a} is still {v}.", "{n}'s {a} remains {v}.", "{n}'s {a} is {v}.")
 CHANGE = ("{n}'s {a} is now {v}.", "{n}'s {a} changed to {v}.", "{n}'s {a} is {v}.")
+FIRST_TEMPLATE = "{n}'s {a} is {v}."
+#: The same statements as a model words its inserts: no pattern reads any of them.
+MODEL_RESTATE = ("{n} still has {v} as {a}.",)
+MODEL_CHANGE = ("{n} has a new {a}: {v}.", "{n} switched {a} to {v}.")
+MODEL_FIRST = "{n} has {v} as {a}."
+_MODEL_WORDED = re.compile(r"^(?:As of [\d-]+, )?(?P<n>[A-Z]\w+ [A-Z]\w+) (?:has a new (?P<a1>[a-z ]+): (?P<v1>.+)"
+                           r"|switched (?P<a2>[a-z ]+) to (?P<v2>.+)|(?:still )?has (?P<v3>.+?) as (?P<a3>[a-z ]+))\.$")
 START = datetime(2020, 1, 1, tzinfo=timezone.utc)
 SESSION = 25
 
@@ -103,8 +124,13 @@ def _day(i: int) -> datetime:
     return START + timedelta(days=i)
 
 
-def generate(subjects: int = 500, seed: int = SEED) -> Scenario:
-    """The dated mentions (see module docs); the same seed gives the same conversation."""
+def generate(subjects: int = 500, seed: int = SEED, *, wording: str = "patterns") -> Scenario:
+    """The dated mentions (see module docs); the same seed gives the same conversation. ``wording``:
+    "patterns" (statements the patterns read) or "model" (as a model words them; ``model_worded``)."""
+    if wording not in ("patterns", "model"):
+        raise ValueError(f"wording must be 'patterns' or 'model', got {wording!r}")
+    restate, change, first = (RESTATE, CHANGE, FIRST_TEMPLATE) if wording == "patterns" else (
+        MODEL_RESTATE, MODEL_CHANGE, MODEL_FIRST)
     rng = random.Random(seed)
     names = [f"{first} {last}" for last in LAST for first in FIRST]
     rng.shuffle(names)
@@ -130,10 +156,10 @@ def generate(subjects: int = 500, seed: int = SEED) -> Scenario:
         restated = k > 0 and rng.random() < 0.4
         if restated:
             value = current[key]
-            template = rng.choice(RESTATE)
+            template = rng.choice(restate)
         else:
             value = rng.choice([v for v in VALUES[attribute] if v != current.get(key)])
-            template = rng.choice(CHANGE) if k else "{n}'s {a} is {v}."
+            template = rng.choice(change) if k else first
         current[key] = value
         sentence = template.format(n=name, a=attribute, v=value)
         mentions.append(Mention(day.timestamp(), name, attribute, value, restated,
@@ -166,9 +192,21 @@ def ingest(data_dir: str, user: str, s: Scenario, progress: bool = True) -> dict
     return {"turns": len(said), "seconds": time.perf_counter() - t0}
 
 
+def model_worded(text: str) -> tuple[str, str, str] | None:
+    """(name, attribute, value) of a model-worded mention (``MODEL_*``), else None."""
+    m = _MODEL_WORDED.match(text)
+    if m is None:
+        return None
+    attribute, value = next((m.group(f"a{i}"), m.group(f"v{i}")) for i in (1, 2, 3) if m.group(f"a{i}"))
+    return m.group("n"), attribute, value
+
+
 def _value_of(text: str, name: str, attribute: str) -> str | None:
     f = parse_fact(text)
-    if f is None or f.subject != " ".join(name.lower().split()) or f.attribute != attribute:
+    if f is None:
+        said = model_worded(text)
+        return said[2].lower() if said and said[0] == name and said[1] == attribute else None
+    if f.subject != " ".join(name.lower().split()) or f.attribute != attribute:
         return None
     return f.value
 
@@ -238,7 +276,46 @@ def locomo_check(conversations: int, progress: bool = True) -> dict[str, Any]:
         "temporal_questions": len(scores["before"].get("temporal", [])), "pass_s": sum(passes)}
 
 
-def run(subjects: int = 500, seed: int = SEED, locomo_conversations: int = 10, progress: bool = True) -> dict[str, Any]:
+def oracle(body: dict[str, Any]) -> dict[str, Any]:
+    """The scripted server's answer to a supersede judge's structured call (``Replaced``): the records of
+    the same name and attribute, replaced when their value differs, restated when it is the same. Other
+    chat calls are not expected here."""
+    data = json.loads(body["messages"][-1]["content"])
+    new = model_worded(data["new_statement"])
+    said = [] if new is None else [(r["id"], old) for r in data["records"]
+                                   if (old := model_worded(r["text"])) is not None and old[:2] == new[:2]]
+    return {"content": json.dumps({"replaces": [i for i, old in said if new and old[2] != new[2]],
+                                   "restates": [i for i, old in said if new and old[2] == new[2]]})}
+
+
+def _insert_all(s: Scenario, judge: SupersedeJudge, label: str, progress: bool) -> dict[str, Any]:
+    """Every utterance of ``s`` inserted as ``archival_memory_insert`` inserts it, judged by ``judge``."""
+    with tempfile.TemporaryDirectory(prefix=f"pagefault-rot-{label}-") as tmp:
+        svc, scope = MemoryServices.open(os.path.join(tmp, "data")), Scope("rot")
+        t0 = time.perf_counter()
+        for at, text in tqdm(utterances(s), desc=label, disable=not progress, file=sys.stderr, unit="insert"):
+            svc.archival.insert(scope, text, provenance=Provenance(thread_id="rot", created_at=at), valid_from=at,
+                                judge=judge)
+        seconds = time.perf_counter() - t0
+        return {**accuracy(svc, scope, s, validity=True), "insert_s": seconds, "records": svc.archival.count(scope)}
+
+
+def judge_check(subjects: int, seed: int = SEED, progress: bool = True) -> dict[str, Any]:
+    """Model-worded facts (see module docs) judged by the patterns alone, then by the model judge over HTTP."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support.scripted_openai import ScriptedOpenAI
+
+    s = generate(subjects, seed, wording="model")
+    with ScriptedOpenAI(oracle) as api:
+        patterns = _insert_all(s, PATTERNS, "patterns", progress)
+        model = _insert_all(s, ModelSupersedeJudge(api.chat_model()), "model-judge", progress)
+        calls = len(api.chat_requests)
+    return {"subjects": subjects, "mentions": len(s.mentions), "inserts": len(utterances(s)), "patterns": patterns,
+            "model": model, "judge_calls": calls}
+
+
+def run(subjects: int = 500, seed: int = SEED, locomo_conversations: int = 10, progress: bool = True,
+        judge_subjects: int = 0) -> dict[str, Any]:
     s = generate(subjects, seed)
     planted = sum(m.restated for m in s.mentions) + len(s.notes)
     with tempfile.TemporaryDirectory(prefix="pagefault-rot-") as tmp:
@@ -265,6 +342,8 @@ def run(subjects: int = 500, seed: int = SEED, locomo_conversations: int = 10, p
     }
     if locomo_conversations:
         result["locomo"] = locomo_check(locomo_conversations, progress)
+    if judge_subjects:
+        result["judge"] = judge_check(judge_subjects, seed, progress)
     return result
 
 
@@ -296,7 +375,26 @@ def render(r: dict[str, Any], command: str) -> str:
                   "| | overall | temporal |", "|---|---|---|",
                   f"| after import | {lo['before']['overall']:.1f} | {lo['before'].get('temporal', 0):.1f} |",
                   f"| after consolidation | {lo['after']['overall']:.1f} | {lo['after'].get('temporal', 0):.1f} |"]
+    if "judge" in r:
+        lines += ["", render_judge(r["judge"])]
     return "\n".join(lines)
+
+
+def render_judge(j: dict[str, Any]) -> str:
+    """The model-worded facts table (see module docs)."""
+    p, m = j["patterns"], j["model"]
+    return "\n".join([
+        f"Model-worded facts (no pattern reads them): {j['subjects']} subjects, {j['mentions']} dated mentions, "
+        f"{j['inserts']} inserts through `ArchivalStore.insert`; {p['current_n']} current-value and {p['as_of_n']} "
+        "as-of questions. The model judge is a real `ChatOpenAI` against the scripted loopback server, whose "
+        "structured answers are an oracle reading the scenario's wordings: a ceiling for the path, not a model's "
+        "accuracy.", "",
+        "| | patterns only | model judge (oracle over HTTP) |", "|---|---|---|",
+        f"| current-value accuracy@1 | {p['current']:.1f} % | {m['current']:.1f} % |",
+        f"| as-of accuracy@1 | {p['as_of']:.1f} % | {m['as_of']:.1f} % |",
+        f"| judge calls | 0 | {j['judge_calls']} |",
+        f"| inserting all | {p['insert_s']:.1f} s | {m['insert_s']:.1f} s |",
+    ])
 
 
 def main() -> None:
@@ -304,11 +402,12 @@ def main() -> None:
     ap.add_argument("--subjects", type=int, default=500)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--locomo", type=int, default=10, help="LoCoMo conversations for the recall check (0: skip)")
+    ap.add_argument("--judge", type=int, default=100, help="subjects of the model-worded facts check (0: skip)")
     ap.add_argument("--no-write", action="store_true", help="print only; do not update benchmarks/RESULTS.md")
     args = ap.parse_args()
-    result = run(args.subjects, args.seed, args.locomo)
+    result = run(args.subjects, args.seed, args.locomo, judge_subjects=args.judge)
     command = "python benchmarks/rot.py" + ("" if args.subjects == 500 else f" --subjects {args.subjects}") + (
-        "" if args.locomo == 10 else f" --locomo {args.locomo}")
+        "" if args.locomo == 10 else f" --locomo {args.locomo}") + ("" if args.judge == 100 else f" --judge {args.judge}")
     body = render(result, command)
     print(body)
     if not args.no_write:

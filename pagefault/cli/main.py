@@ -20,6 +20,7 @@ from pagefault.cli.import_history import HISTORY_COMMANDS, add_history_commands,
 from pagefault.cli.ingest import INGEST_COMMANDS, add_ingest_commands, run_ingest_command
 from pagefault.cli.inspect import INSPECT_COMMANDS, add_inspect_commands, run_inspect_command
 from pagefault.cli.memory import MEMORY_COMMANDS, add_memory_commands, run_memory_command
+from pagefault.cli.reindex import REINDEX_COMMANDS, add_reindex_commands, run_reindex_command
 from pagefault.cli.replay import REPLAY_COMMANDS, add_replay_commands, run_replay_command
 from pagefault.engines import connections as backends
 from pagefault.graph.context import Context
@@ -298,7 +299,8 @@ def main(argv: Iterable[str] | None = None) -> int:
               (add_ops_commands, OPS_COMMANDS, run_ops_command),  # doctor
               (add_replay_commands, REPLAY_COMMANDS, run_replay_command),  # replay
               (add_consolidate_commands, CONSOLIDATE_COMMANDS, run_consolidate_command),  # consolidate
-              (add_ingest_commands, INGEST_COMMANDS, run_ingest_command)]  # ingest
+              (add_ingest_commands, INGEST_COMMANDS, run_ingest_command),  # ingest
+              (add_reindex_commands, REINDEX_COMMANDS, run_reindex_command)]  # reindex
     runners = {}
     for add, names, run in groups:
         add(sub)

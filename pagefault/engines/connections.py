@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+
+from pagefault.models.embedding_choice import ENV as EMBEDDINGS_ENV
+from pagefault.models.embedding_choice import OFFLINE, EmbeddingChoice, EmbeddingModel
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -73,24 +77,95 @@ def chroma_url(explicit: str | None = None) -> str:
     return url
 
 
+#: The data directory when nothing says another: ``Context.data_dir``'s built-in default.
+DEFAULT_DATA_DIR = ".pagefault"
+
+
+@dataclass(frozen=True)
+class Home:
+    """Where a store or checkpointer was opened (``open_embedded``): its ``data_dir`` (absolute; None for
+    a database's store, whose runs' settings say where their vectors live), and the ``embeddings`` it was
+    opened with when the code gave one (an ``EmbeddingModel``)."""
+
+    data_dir: str | None
+    embeddings: EmbeddingModel | None = None
+
+
+# store or checkpointer -> where it was opened; weak, so a closed store's entry goes with it
+_homes: "weakref.WeakKeyDictionary[Any, Home]" = weakref.WeakKeyDictionary()
+
+
+def bind_home(holder: Any, home: Home) -> None:
+    """Say that ``holder`` (a store or checkpointer) was opened in ``home``: a run on it keeps every tier there."""
+    _homes[holder] = home
+
+
+def home_of(holder: Any) -> Home | None:
+    """Where ``holder`` was opened (``bind_home``), or None when nothing was said (a server's store)."""
+    try:
+        return _homes.get(holder)
+    except TypeError:  # not weakly referenceable: nothing was bound to it
+        return None
+
+
+class SplitStorage(ValueError):
+    """A run's settings name another data directory (or embedding) than the one its store was opened
+    with: every tier of a process lives in the directory it opened, never split."""
+
+
 @dataclass(frozen=True)
 class Engines:
-    """Where the memory lives. A process setting: its environment, or the code that runs the graph
-    (``Context``'s engine fields), never a client of a served graph."""
+    """Where the memory lives, and the embedding of its vectors. A process setting: its environment, or
+    the code that runs the graph (``Context``'s engine fields, ``open_embedded``), never a client of a
+    served graph."""
 
-    data_dir: str = ".pagefault"
+    data_dir: str = DEFAULT_DATA_DIR
     chroma_url: str = ""
     database_url: str = ""
+    embeddings: EmbeddingChoice = OFFLINE
 
     @classmethod
     def from_env(cls) -> "Engines":
-        """``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL`` and ``PAGEFAULT_DATABASE_URL`` (unset: embedded)."""
-        return cls(os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault"), chroma_url(), database_url())
+        """``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL``, ``PAGEFAULT_DATABASE_URL`` (unset: embedded)
+        and ``PAGEFAULT_EMBEDDINGS`` (unset: offline)."""
+        return cls(os.environ.get("PAGEFAULT_DATA_DIR", DEFAULT_DATA_DIR), chroma_url(), database_url(),
+                   os.environ.get(EMBEDDINGS_ENV, "").strip() or OFFLINE)
 
     @classmethod
-    def of(cls, ctx: Any) -> "Engines":
-        """A run's engines (on a served graph its ``Context`` holds the server's, from the environment)."""
-        return cls(ctx.data_dir, ctx.chroma_url, ctx.database_url)
+    def of(cls, ctx: Any, store: Any = None) -> "Engines":
+        """A run's engines (on a served graph its ``Context`` holds the server's, from the environment).
+
+        ``store``: the run's store. One that ``open_embedded`` opened keeps every tier in its directory:
+        a ``ctx.data_dir`` left at its default follows it, one that names another directory is refused
+        (``SplitStorage``, naming both); likewise the embedding it was opened with, against a
+        ``ctx.embeddings`` that names another."""
+        home = home_of(store) if store is not None else None
+        data_dir, embeddings = ctx.data_dir, ctx.embeddings
+        if home is not None:
+            if home.data_dir is not None:
+                data_dir = _same_directory(ctx.data_dir, home.data_dir)
+            if home.embeddings is not None:
+                embeddings = _same_embeddings(ctx.embeddings, home.embeddings)
+        return cls(data_dir, ctx.chroma_url, ctx.database_url, embeddings)
+
+
+def _same_directory(asked: str, home: str) -> str:
+    """``home``, when the run's ``data_dir`` (``asked``) is it or was left at its default; else ``SplitStorage``."""
+    if asked == DEFAULT_DATA_DIR or os.path.abspath(os.path.expanduser(asked)) == home:
+        return home
+    source = " (PAGEFAULT_DATA_DIR)" if os.environ.get("PAGEFAULT_DATA_DIR") == asked else ""
+    raise SplitStorage(f"data_dir {asked!r}{source} is {os.path.abspath(os.path.expanduser(asked))}, but this run's "
+                       f"store was opened in {home}: every tier lives in the directory that was opened; leave "
+                       f"data_dir unset or set it to {home}")
+
+
+def _same_embeddings(asked: str, home: EmbeddingModel) -> EmbeddingModel:
+    """``home``, when the run's ``embeddings`` (``asked``) names it or was left at the default; else ``SplitStorage``."""
+    if asked.strip() in (OFFLINE, home.name):
+        return home
+    source = f" ({EMBEDDINGS_ENV})" if os.environ.get(EMBEDDINGS_ENV, "").strip() == asked.strip() else ""
+    raise SplitStorage(f"embeddings {asked!r}{source}: this run's store was opened with embeddings {home.name!r}; "
+                       "a process embeds one store with one model")
 
 
 def public_url(url: str) -> str:

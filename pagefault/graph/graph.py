@@ -33,7 +33,10 @@ from pagefault.nodes.dispatch import make_dispatch
 from pagefault.nodes.memory import answered_ids, make_memory
 from pagefault.nodes.reason import make_reason
 from pagefault.serve.settings import ServerSettings, served_settings
+from pagefault.text.prompts import Prompts
+from pagefault.tools.handlers import MemoryToolChoice
 from pagefault.window.cut_short import ResumingGraph
+from pagefault.window.fixed_part import check_window
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
 
@@ -47,15 +50,18 @@ caller does, a dict of its fields (``{"messages": [...]}``), and a LangGraph inp
 
 
 def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
-                 served: ServerSettings | None = None) -> PagefaultBuilder:
-    """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools.
+                 served: ServerSettings | None = None, memory_tools: MemoryToolChoice = None,
+                 prompts: Prompts | None = None) -> PagefaultBuilder:
+    """The uncompiled graph, wired to an explicit model (else the context's) and the user's tools;
+    ``memory_tools`` and ``prompts`` as ``build_graph`` takes them.
 
     ``served``: the server's settings, for a graph a server runs for its clients (``langgraph dev``, a
     LangGraph server). Its context schema then holds only what a client may set
     (``pagefault.serve.CLIENT_FIELDS``, with this server's defaults); everything else comes from
     ``served.base``, and the user from LangGraph auth when the server has it.
     """
-    return _wired(AgentSetup(model=model, tools=list(tools), served=served))
+    return _wired(AgentSetup(model=model, tools=list(tools), served=served, memory_tools=memory_tools,
+                             prompts=Prompts() if prompts is None else prompts))
 
 
 def _wired(setup: AgentSetup) -> PagefaultBuilder:
@@ -66,6 +72,15 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
         return "compact" if run.over_budget(run.main_context(state, setup.tool_schemas)) else "reason"
+
+    def start(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
+        # A run's first step: a window too small for this agent's fixed part is refused here, before any
+        # model call, while the input is still in __start__ (a refused input never enters the thread).
+        run = setup.open_run(setup.context(runtime), runtime.store, config)
+        claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
+        main = run.main_context(state, setup.tool_schemas)
+        check_window(main, run.ctx)
+        return "compact" if run.over_budget(main) else "reason"
 
     def after_reason(state: PagefaultState) -> Literal["memory", "dispatch", "__end__"]:
         last = state.messages[-1] if state.messages else None
@@ -89,7 +104,7 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
     builder.add_node("memory", make_memory(setup))
     builder.add_node("dispatch", make_dispatch(setup))
     builder.add_node("compact", make_compact(setup))
-    builder.add_conditional_edges(START, over_budget)
+    builder.add_conditional_edges(START, start)
     builder.add_conditional_edges("reason", after_reason)
     builder.add_conditional_edges("memory", after_memory)
     builder.add_conditional_edges("dispatch", over_budget)
@@ -105,6 +120,8 @@ def build_graph(
     model: BaseChatModel | None = None,
     name: str = "pagefault",
     served: ServerSettings | None = None,
+    memory_tools: MemoryToolChoice = None,
+    prompts: Prompts | None = None,
 ) -> PagefaultGraph:
     """Compile the pagefault graph for library use.
 
@@ -112,13 +129,22 @@ def build_graph(
     ``store`` holds core memory; see ``pagefault.persistence.embedded`` for the SQLite defaults.
     ``tools``: the app's own tools, beside the memory tools; ``model``: a chat model to use instead
     of the one the run's ``Context.model`` names; ``name``: the graph's name (in traces and
-    streams). ``served``: see ``make_builder``.
+    streams). ``served``: see ``make_builder``. ``memory_tools``: which memory tools the model gets, a
+    list of their names or a mapping of names to the descriptions it is sent (all six when None; see
+    ``pagefault.tools.handlers.choose_memory_tools``; a ValueError names an unknown one).
+    ``prompts``: pagefault's prompts (``Prompts``: the system prompt, the summarizer's).
+
+    A run whose window is too small for the agent's fixed part (system prompt, core blocks,
+    procedures, tool schemas: not below ``compaction_target`` x ``context_window``) is refused in its
+    first step with ``WindowTooSmall``, which names the numbers; nothing is sent to the model, and the
+    refused input is not added to the thread.
 
     With a checkpointer the graph is a ``SerializedGraph``: runs on one thread take turns, across every
     process that shares the checkpointer (the embedded files of one data directory, one Postgres
     database), and each step is checkpointed before the next.
     """
-    setup = AgentSetup(model=model, tools=list(tools), served=served)
+    setup = AgentSetup(model=model, tools=list(tools), served=served, memory_tools=memory_tools,
+                       prompts=Prompts() if prompts is None else prompts)
     compiled = _wired(setup).compile(checkpointer=checkpointer, store=store, name=name)
     if isinstance(checkpointer, BaseCheckpointSaver):
         return SerializedPagefaultGraph.of(serialized(compiled), setup)

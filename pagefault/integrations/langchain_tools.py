@@ -1,6 +1,7 @@
 """pagefault's memory tools as plain LangChain tools, for any agent, chain or ``ToolNode``.
 
-The tools are the same six the graph binds, run by the same handlers (``run_memory_tool``). Whose
+The tools are the ones the graph binds (all six, or those ``tools=`` chooses, as
+``choose_memory_tools`` reads it), with the same schemas, run by the same handlers (``run_memory_tool``). Whose
 memory a call touches comes from the run, never from the model's arguments: LangGraph auth's user
 where there is one, else the runtime context (a pagefault ``Context``, or any context object or
 mapping with ``user_id``/``agent_id``), else the config's ``configurable``, else the settings given
@@ -19,18 +20,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool, ToolException
 from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
+from pagefault.consolidation.supersede import supersede_judge
 from pagefault.engines.file_locks import file_locks
 from pagefault.engines.locks import bind_locks
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
 from pagefault.tools.approval import Request, Reviewed
-from pagefault.tools.handlers import MEMORY_TOOLS, MemoryTool, ToolError
+from pagefault.tools.handlers import MemoryTool, MemoryToolChoice, MemoryToolSchema, ToolError, choose_memory_tools
 from pagefault.window.events import emit_page_fault
 from pagefault.window.run import MemoryRun
 from pagefault.window.thread_owner import claim_thread
@@ -65,10 +68,13 @@ def _field(state: Any, name: str, default: Any) -> Any:
 
 @dataclass
 class MemoryBinding:
-    """The fallbacks a set of tools was made with: settings and (optionally) a store."""
+    """The fallbacks a set of tools was made with: settings, (optionally) a store, and the chat model
+    whose judge decides which stored facts an archival insert replaces (``model``: None, the judge of
+    ``Context.model``; ``PagefaultMiddleware`` sets it to its agent's model)."""
 
     context: Context
     store: BaseStore | None = None
+    model: BaseChatModel | None = None
     app: ServerSettings = field(init=False)
 
     def __post_init__(self) -> None:
@@ -85,6 +91,8 @@ class MemoryBinding:
         store = self.store or (runtime.store if runtime is not None else None) or embedded_store(ctx.data_dir)
         config = runtime.config if runtime is not None else {}
         run = MemoryRun.open(ctx, store, config, token_counter(ctx.model))
+        if self.model is not None:
+            run.supersede = supersede_judge(self.model)
         messages = list(_field(runtime.state, "messages", []) or []) if runtime is not None else []
         if runtime is not None:  # under PagefaultMiddleware the thread has an owner; nobody else's call runs
             claim_thread(_field(runtime.state, "owner", None), run.scope, run.thread_id)
@@ -120,21 +128,28 @@ def _make_tool(spec: MemoryTool, binding: MemoryBinding) -> BaseTool:
         # loop, with the run's context (an approval's interrupt() reaches the run from there too).
         return await asyncio.to_thread(run, runtime, **kwargs)
 
-    return StructuredTool.from_function(
-        func=run, coroutine=arun, name=spec.name, description=(spec.schema.__doc__ or "").strip(),
+    return MemoryToolSchema.from_function(
+        func=run, coroutine=arun, name=spec.name, description=spec.description,
         args_schema=spec.schema, response_format="content_and_artifact", handle_tool_error=_error_text,
     )
 
 
 @context_keywords
-def memory_tools(context: Context | None = None, *, store: BaseStore | None = None,
+def memory_tools(context: Context | None = None, *, store: BaseStore | None = None, tools: MemoryToolChoice = None,
                  **settings: Unpack[ContextSettings]) -> list[BaseTool]:
-    """The six memory tools as LangChain tools.
+    """The memory tools as LangChain tools: all six, or those ``tools`` chooses.
 
     ``context``, or the ``Context`` fields as keywords (``user_id`` ... ``database_url``, each None for
     ``Context``'s default; see ``ContextSettings``), are the app's settings, not both; a run may set
     only the client fields (``pagefault.serve.CLIENT_FIELDS``).
     ``store`` pins core memory to a store instead of the agent's (or the embedded one).
+    ``tools``: a list of memory tool names (those tools), or a mapping of names to the descriptions the
+    model is sent (those tools, reworded); None for all six. A ValueError names an unknown tool and lists
+    the memory tools.
     """
-    binding = MemoryBinding(context_of(context, settings), store)
-    return [_make_tool(spec, binding) for spec in MEMORY_TOOLS.values()]
+    return bound_tools(MemoryBinding(context_of(context, settings), store), tools)
+
+
+def bound_tools(binding: MemoryBinding, tools: MemoryToolChoice = None) -> list[BaseTool]:
+    """The memory tools ``tools`` chooses (see ``memory_tools``), carried out with ``binding``."""
+    return [_make_tool(spec, binding) for spec in choose_memory_tools(tools)]

@@ -36,7 +36,7 @@ from langchain.agents.middleware.types import (
     OmitFromSchema,
     PrivateStateAttr,
 )
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
@@ -46,15 +46,18 @@ from langgraph.types import Command
 from pagefault.engines.thread_lock import warn_unserialized
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.graph.state import PagefaultState
-from pagefault.integrations.langchain_tools import embedded_store, memory_tools
-from pagefault.models.chat import token_model_name
+from pagefault.integrations.langchain_tools import MemoryBinding, bound_tools, embedded_store
+from pagefault.models.chat import load_summary_model, token_model_name
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
 from pagefault.text.messages import message_text
+from pagefault.text.prompts import Prompts
+from pagefault.tools.handlers import MemoryToolChoice
 from pagefault.window.compaction import Compaction, acompact_window, compact_window
 from pagefault.window.cut_short import fold_cut_short, folded
+from pagefault.window.fixed_part import check_window
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.run import MemoryRun
@@ -146,21 +149,37 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     who the run is for and a few preferences (``pagefault.serve.CLIENT_FIELDS``); one that sets
     anything else (a URL, an engine, the budget) is refused. ``store`` pins core memory to a store
     instead of the agent's (with neither, the embedded ``store.sqlite`` under ``data_dir``).
+    ``tools`` chooses the memory tools it gives the agent: a list of their names, or a mapping of
+    names to the descriptions the model is sent (all six when None; a ValueError names an unknown
+    one); the system prompt tells the model about the memory tools its request carries, no others.
+    ``prompts``: pagefault's prompts (``Prompts``: its instructions, the summarizer's).
+
+    A turn whose window is too small for the agent's fixed part (the app's and pagefault's system
+    prompt, core blocks, procedures, every tool's schema: not below ``compaction_target`` x
+    ``context_window``) is refused at its first model call with ``WindowTooSmall``, which names the
+    numbers: nothing is sent to the model, and the input stays in the thread (a later run with a
+    window that fits answers it with its own).
 
     Its public attributes: ``context`` (the app's settings), ``app`` (them as ``ServerSettings``),
-    ``store`` and ``tools`` (the memory tools it gives the agent).
+    ``store``, ``tools`` (the memory tools it gives the agent) and ``prompts``.
     """
 
     state_schema = MemoryAgentState
 
     @context_keywords
     def __init__(self, context: Context | None = None, *, store: BaseStore | None = None,
+                 tools: MemoryToolChoice = None, prompts: Prompts | None = None,
                  **settings: Unpack[ContextSettings]) -> None:
         super().__init__()
         self.context = context_of(context, settings)
         self.app = ServerSettings.of_app(self.context)
         self.store = store
-        self.tools = memory_tools(self.context, store=store)
+        # The tools' archival inserts are judged by the agent's own model, learnt at its first model call.
+        self._binding = MemoryBinding(self.context, store)
+        self.tools = bound_tools(self._binding, tools)
+        self.prompts = Prompts() if prompts is None else prompts
+        if not isinstance(self.prompts, Prompts):
+            raise ValueError(f"prompts must be a pagefault Prompts, got {prompts!r}")
 
     # -- the run's first step ----------------------------------------------------------------
 
@@ -210,16 +229,20 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         """Index, compact if over budget, warn once under pressure, and render the system prompt of
         ``request`` (one model call of the agent): the rewritten request and the state update that goes
         with its answer."""
+        self._binding.model = request.model
         turn = self._begin(request)
         if turn.over_budget:
-            turn.absorb(compact_window(turn.view, turn.run, turn.config, request.model, turn.measure))
+            summarizer = load_summary_model(turn.run.ctx.summary_model, turn.run.ctx.base_url, request.model)
+            turn.absorb(compact_window(turn.view, turn.run, turn.config, summarizer, turn.measure))
         return self._end(turn, request)
 
     async def aprepare(self, request: ModelRequest) -> Prepared:
         """``prepare`` for async runs: the stores' work in a worker thread, a summary's model call awaited."""
+        self._binding.model = request.model
         turn = await asyncio.to_thread(self._begin, request)
         if turn.over_budget:
-            turn.absorb(await acompact_window(turn.view, turn.run, turn.config, request.model, turn.measure))
+            summarizer = load_summary_model(turn.run.ctx.summary_model, turn.run.ctx.base_url, request.model)
+            turn.absorb(await acompact_window(turn.view, turn.run, turn.config, summarizer, turn.measure))
         return await asyncio.to_thread(self._end, turn, request)
 
     def _begin(self, request: ModelRequest) -> "_Turn":
@@ -231,6 +254,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         store = self.store or getattr(runtime, "store", None) or embedded_store(ctx.data_dir)
         run = MemoryRun.open(ctx, store, config, token_counter(token_model_name(request.model, ctx.model)))
+        run.prompts = self.prompts
         st = cast(MemoryAgentState, request.state)  # the agent's state has this middleware's state_schema
         claim = claim_thread(st.get("owner"), run.scope, run.thread_id)  # before anything is read or indexed
         view = PagefaultState(
@@ -243,7 +267,10 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         turn = _Turn(run, config, view, [tool_schema(t) for t in request.tools],
                      message_text(request.system_message) if request.system_message is not None else "",
                      list(request.messages), {"recall_indexed": view.recall_indexed, **claim})
-        turn.over_budget = run.over_budget(turn.measure(view))
+        main = turn.measure(view)
+        if turn.messages and isinstance(turn.messages[-1], HumanMessage):  # a turn starts: no model call yet
+            check_window(main, ctx)
+        turn.over_budget = run.over_budget(main)
         return turn
 
     def _end(self, turn: "_Turn", request: ModelRequest) -> Prepared:

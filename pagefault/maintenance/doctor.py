@@ -3,7 +3,8 @@
 
 Reads the same settings a run does (``PAGEFAULT_DATABASE_URL``, ``PAGEFAULT_CHROMA_URL``,
 ``PAGEFAULT_DATA_DIR``, or explicit values) and checks each tier where it lives: threads and core
-memory, archival and recall vectors, and their BM25 index. On the data directory it checks that it
+memory, archival and recall vectors, and their BM25 index, and which model made the vectors (each
+collection's record) against the one this process would use. On the data directory it checks that it
 is a directory this process can write (or can make), that every file pagefault keeps there is what
 it should be (each SQLite file a SQLite database with that file's tables, the Chroma directory one
 Chroma opens), and that no import was left half done. Nothing of pagefault's is created or changed
@@ -24,9 +25,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pagefault.engines import connections as backends
+from pagefault.engines.directory_use import USE_FILE
 from pagefault.engines.file_locks import LOCK_FILE
 from pagefault.graph.context import Context
 from pagefault.maintenance.transfer import IMPORT_JOURNAL, IMPORT_LOCK, unfinished_import
+from pagefault.models.embedding_choice import ENV, choice_name
+from pagefault.stores.index.embedding_record import LEGACY, ChromaCatalog, EmbeddingRecord, active, legacy_name, of_kind
 from pagefault.stores.services import ARCHIVAL_RECENT_FILE, RECALL_FILE
 
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_writes", "checkpoint_blobs", "store")
@@ -54,14 +58,15 @@ DATA_FILES: tuple[DataFile, ...] = (
     DataFile("checkpoints.sqlite", "threads", "the threads", ("checkpoints", "writes")),
     DataFile("store.sqlite", "core memory", "core memory", ("store",)),
     DataFile("lexical.sqlite", "BM25 index", "the BM25 index", tuple(f"{kind}_docs" for kind in INDEX_KINDS)),
-    DataFile(RECALL_FILE, "recall vectors", "recall's vectors", ("records", "notes", "records_log")),
-    DataFile(ARCHIVAL_RECENT_FILE, "archival, recent writes", "archival's recent writes", ("records", "notes", "records_log")),
+    DataFile(RECALL_FILE, "recall vectors", "recall's vectors", ("records", "notes", "records_log", "embedding_records")),
+    DataFile(ARCHIVAL_RECENT_FILE, "archival, recent writes", "archival's recent writes",
+             ("records", "notes", "records_log", "embedding_records")),
     DataFile(f"{CHROMA_DIR}/chroma.sqlite3", "archival", "archival memory (Chroma's database)",
              ("collections", "segments", "embeddings", "migrations")),
 )
 """Every SQLite file of an embedded data directory (besides each one's ``-wal`` and ``-shm``, which
 SQLite itself checks and rebuilds)."""
-LOCK_FILES: tuple[str, ...] = (LOCK_FILE, IMPORT_LOCK)
+LOCK_FILES: tuple[str, ...] = (LOCK_FILE, IMPORT_LOCK, USE_FILE)
 """Files of a data directory that processes only lock (their bytes mean nothing): each must be a
 file this process can write. They are checked without being opened, since closing a lock file drops
 the locks the process holds on it."""
@@ -240,6 +245,73 @@ def _data_dir_statuses(path: str, thorough: bool) -> tuple[list[str | None], dic
     return problems, details
 
 
+def _resident_records(path: str, kinds: tuple[str, ...]) -> dict[str, dict[str, EmbeddingRecord]]:
+    """The embedding records of a resident file, read only (as ``ResidentCatalog.records``), by kind."""
+    out: dict[str, dict[str, EmbeddingRecord]] = {k: {} for k in kinds}
+    if not os.path.isfile(path):
+        return out
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        rows = conn.execute("SELECT kind, model, dimensions, generation, complete FROM embedding_records").fetchall() \
+            if "embedding_records" in tables else []
+        for kind in kinds:
+            out[kind] = {n: EmbeddingRecord(m, d, g, bool(c)) for n, m, d, g, c in rows if of_kind(n, kind)}
+            old = legacy_name(kind)
+            if old not in out[kind] and "records" in tables and conn.execute(
+                    "SELECT 1 FROM records WHERE kind = ? LIMIT 1", (old,)).fetchone():
+                out[kind][old] = LEGACY
+    finally:
+        conn.close()
+    return out
+
+
+def embedding_check(data_dir: str, chroma_url: str = "") -> tuple[Check, list[str]]:
+    """Which model made each tier's vectors (the collections' records), against the model this process
+    would open them with (``PAGEFAULT_EMBEDDINGS``): a check, and the problems (a store this process's
+    runs would be refused by, a reindex cut short). Nothing is opened for writing."""
+    wanted = choice_name(None)
+    where = backends.public_url(chroma_url) if chroma_url else data_dir
+    try:
+        records: dict[str, dict[str, EmbeddingRecord]] = {}
+        if chroma_url or os.path.exists(os.path.join(data_dir, CHROMA_DIR, "chroma.sqlite3")):
+            client = backends.chroma_client(chroma_url) if chroma_url else _chroma_client(os.path.join(data_dir, CHROMA_DIR))
+            catalog = ChromaCatalog(client, where, url=chroma_url)
+            records = {k: catalog.records(k) for k in INDEX_KINDS}
+        if not chroma_url:
+            records.update(_resident_records(os.path.join(data_dir, RECALL_FILE), ("recall", "recall_unit")))
+            for name, rec in _resident_records(os.path.join(data_dir, ARCHIVAL_RECENT_FILE), ("archival",))["archival"].items():
+                records.setdefault("archival", {}).setdefault(name, rec)
+    except Exception as e:  # the store's own check reports why it does not open; here, only that it was not read
+        return Check("embeddings", "collection records", where, False, f"not read: {type(e).__name__}: {e}"), []
+    tiers = {k: found[1] for k in INDEX_KINDS if (found := active(records.get(k, {}))) is not None}
+    process = f"this process: {wanted!r}" + (f" ({ENV})" if os.environ.get(ENV, "").strip() else " (the default)")
+    if not tiers:
+        return Check("embeddings", "collection records", where, True, f"recorded on first use; {process}"), []
+    made = sorted({r.describe() for r in tiers.values()})
+    problems = []
+    if len(made) > 1:
+        problems.append(f"{where}: a reindex was cut short, its tiers are embedded by different models ("
+                        + ", ".join(f"{k} {r.model!r}" for k, r in tiers.items()) + "): run `pagefault reindex` again")
+    elif next(iter(tiers.values())).model != wanted:
+        problems.append(f"{where}: the store is embedded by {made[0]} and this process would use {wanted!r}: its runs "
+                        f"are refused; run `pagefault reindex --embeddings {wanted}`, or set {ENV}="
+                        f"{next(iter(tiers.values())).model}")
+    unfinished = sorted({r.model for k in INDEX_KINDS for n, r in records.get(k, {}).items()
+                         if not r.complete and r.model})
+    if unfinished:
+        problems.append(f"{where}: a reindex to {', '.join(map(repr, unfinished))} is unfinished (the store is whole "
+                        "and still searched by its model): run `pagefault reindex` to it again to finish it")
+    return Check("embeddings", "collection records", where, not problems, f"{', '.join(made)}; {process}"), problems
+
+
+def _chroma_client(chroma_dir: str) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=chroma_dir, settings=Settings(anonymized_telemetry=False, allow_reset=False))
+
+
 def settings_problem() -> str | None:
     """Why the environment's ``PAGEFAULT_<FIELD>`` settings are refused (``Context()`` raises), or None."""
     try:
@@ -343,6 +415,10 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         checks.append(Check(files[RECALL_FILE].tier, "SQLite + numpy", *local(files[RECALL_FILE])))
     if not (server and db):
         checks.append(Check("BM25 index", "SQLite", *local(files["lexical.sqlite"])))
+    if not any(problems) or server:  # a directory whose files are wrong is reported as such first
+        embeddings, mixed = embedding_check(data_dir, server)
+        checks.append(embeddings)
+        problems += mixed
     return Diagnosis(checks, [p for p in problems if p])
 
 

@@ -1,4 +1,5 @@
-"""Chat models: any LangChain model by id, or the offline rule-based model (not an LLM)."""
+"""Chat models: any LangChain model by id, or the offline rule-based model (not an LLM), and which one
+writes compaction summaries."""
 
 from __future__ import annotations
 
@@ -28,6 +29,18 @@ def load_chat_model(model: str = "offline", base_url: str = "") -> BaseChatModel
         return _cache[key]
 
 
+def load_summary_model(summary_model: str, base_url: str, chat: BaseChatModel) -> BaseChatModel:
+    """The model that writes compaction summaries: the one ``summary_model`` names (``load_chat_model``,
+    with the same ``base_url``), or ``chat``, the run's chat model, when it is empty. The graph's
+    ``compact`` node and ``PagefaultMiddleware`` both ask here."""
+    if not summary_model.strip():
+        return chat
+    try:
+        return load_chat_model(summary_model.strip(), base_url)
+    except (ValueError, ImportError) as e:  # an unknown provider, or its package not installed
+        raise ValueError(f"summary_model {summary_model!r} cannot be loaded: {e}") from e
+
+
 def token_model_name(model: BaseChatModel | None, configured: str) -> str:
     """The model name that decides how tokens are counted."""
     if model is None:
@@ -37,4 +50,4 @@ def token_model_name(model: BaseChatModel | None, configured: str) -> str:
     return str(getattr(model, "model_name", None) or getattr(model, "model", None) or "unknown")
 
 
-__all__ = ["load_chat_model", "token_model_name"]
+__all__ = ["load_chat_model", "load_summary_model", "token_model_name"]

@@ -12,6 +12,9 @@ understand language; it follows a handful of fixed rules that exercise the memor
   ``conversation_search``, then answers with the best-matching hit and cites it;
 - on a memory-pressure warning it saves the user's recent statements before they are evicted;
 - asked to summarize (by compaction) it writes an extractive summary: the opening of each message.
+  It knows a summary call by its input (``text.summary_input``, a request with no tools bound whose
+  user message is the previous summary and the evicted messages under their headers), so an app's
+  own summary prompt works too, or by the default prompt's first line (``SUMMARY_INSTRUCTION``).
 
 Anything it cannot handle gets a plain reply saying so.
 
@@ -41,6 +44,7 @@ from pagefault.safety.redaction import redact
 from pagefault.text.facts import parse_fact
 from pagefault.text.messages import message_text
 from pagefault.text.prompts import PRESSURE_MARKER, SUMMARY_INSTRUCTION
+from pagefault.text.summary_input import SummaryInput
 from pagefault.text.terms import query_terms
 
 _QUESTION_START = re.compile(
@@ -218,8 +222,12 @@ class OfflineChatModel(BaseChatModel):
 
     def _respond(self, messages: list[BaseMessage], tools: dict[str, dict]) -> AIMessage:
         system = "\n".join(message_text(m) for m in messages if isinstance(m, SystemMessage))
-        if system.startswith(SUMMARY_INSTRUCTION):
-            return AIMessage(content=self._summarize(messages))
+        asked = _summary_input(messages, tools)
+        if asked is None and system.startswith(SUMMARY_INSTRUCTION):  # the default prompt, whatever the input
+            body = message_text(messages[-1]).strip() if messages else ""
+            asked = SummaryInput.parse(body) or SummaryInput(body, "")
+        if asked is not None:
+            return AIMessage(content=_extractive_summary(asked))
         history = [m for m in messages if not isinstance(m, SystemMessage)]
         if not history:
             return AIMessage(content="Hello! Tell me something to remember, or ask me a question.")
@@ -298,11 +306,10 @@ class OfflineChatModel(BaseChatModel):
                 "type": "tool_call"}
 
     def _answer_from_results(self, history: list[BaseMessage]) -> AIMessage:
-        results: list[ToolMessage] = []
-        for m in reversed(history):
-            if not isinstance(m, ToolMessage):
-                break
-            results.insert(0, m)
+        # Every result of this turn, not only the last step's: a memory-pressure save can come between a
+        # search and the answer, which still answers from what the search found.
+        start = max((i for i, m in enumerate(history) if isinstance(m, HumanMessage)), default=-1) + 1
+        results = [m for m in history[start:] if isinstance(m, ToolMessage)]
         question = next((message_text(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
         errors = [r for r in results if r.status == "error"]
         hits: list[dict[str, Any]] = []
@@ -339,16 +346,23 @@ class OfflineChatModel(BaseChatModel):
             response_metadata={"citations": [citation]},
         )
 
-    def _summarize(self, messages: list[BaseMessage]) -> str:
-        body = message_text(messages[-1]) if messages else ""
-        previous, _, excerpt = body.partition("\n\nNEW MESSAGES:\n")
-        previous = previous.removeprefix("PREVIOUS SUMMARY:\n").strip()
-        lines = [previous] if previous and previous != "(none)" else []
-        for line in excerpt.splitlines():
-            speaker, _, said = line.partition(": ")
-            if said.strip():
-                lines.append(f"{speaker}: {_first_sentence(said)}")
-        return "\n".join(lines)
+
+def _summary_input(messages: list[BaseMessage], tools: dict[str, dict]) -> SummaryInput | None:
+    """The summary call's input, when ``messages`` are one (compaction binds no tools to it)."""
+    last = messages[-1] if messages else None
+    if tools or not isinstance(last, HumanMessage):
+        return None
+    return SummaryInput.parse(message_text(last))
+
+
+def _extractive_summary(asked: SummaryInput) -> str:
+    """The previous summary, then the first sentence of each evicted message."""
+    lines = [asked.previous] if asked.previous else []
+    for line in asked.transcript.splitlines():
+        speaker, _, said = line.partition(": ")
+        if said.strip():
+            lines.append(f"{speaker}: {_first_sentence(said)}")
+    return "\n".join(lines)
 
 
 def _tool_args(spec: dict[str, Any], text: str) -> dict[str, Any]:

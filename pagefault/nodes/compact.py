@@ -1,4 +1,5 @@
-"""The ``compact`` node: past the trigger, the window is summarized and evicted (``window.compaction``)."""
+"""The ``compact`` node: past the trigger, the window is summarized (by the summary model, ``AgentSetup.summary_model``)
+and evicted (``window.compaction``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def make_compact(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
         ctx = setup.context(runtime)
         run = setup.open_run(ctx, runtime.store, config)
         claim = claim_thread(state.owner, run.scope, run.thread_id)
-        done = compact_window(state, run, config, setup.chat_model(ctx),
+        done = compact_window(state, run, config, setup.summary_model(ctx),
                               lambda s: run.main_context(s, setup.tool_schemas))
         return {**done.update(), **claim}
 

@@ -2,8 +2,15 @@
 
 ``.pagefault/`` (configurable) holds ``checkpoints.sqlite`` (LangGraph SqliteSaver: the thread
 history and the source of truth for recall), ``store.sqlite`` (LangGraph SqliteStore: core
-memory), ``chroma/`` (archival and recall vectors) and ``lexical.sqlite`` (their BM25 shadow).
-Stop the process, start it again: everything is still there.
+memory), ``chroma/`` and the resident files (archival and recall vectors) and ``lexical.sqlite``
+(their BM25 shadow). Stop the process, start it again: everything is still there.
+
+The directory ``open_embedded`` opens is where every tier of the runs on its store lives: the store is
+bound to it (``engines.connections.Home``), so a run whose ``Context.data_dir`` is left at its
+default keeps archival, recall and BM25 there too, and one whose ``data_dir`` names another
+directory is refused (``SplitStorage``), never split silently. ``embeddings`` chooses the model of
+the vectors for the process (``models.embedding_choice``); given, the tiers are opened at once, so
+a store made by another model is refused here (``EmbeddingMismatch``) rather than at the first run.
 
 Several processes may open one directory at once. Its ``locks`` file (``pagefault.engines.file_locks``)
 makes them take turns: runs on one thread (a graph of these files is a ``SerializedGraph``), edits of
@@ -28,10 +35,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
+from pagefault.engines.connections import Home, bind_home
 from pagefault.engines.file_locks import FileLocks, file_locks
 from pagefault.engines.locks import bind_locks
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.graph import build_graph
+from pagefault.models.embedding_choice import EmbeddingChoice, EmbeddingModel, embedding_model
+from pagefault.stores.services import MemoryServices
+from pagefault.text.prompts import Prompts
+from pagefault.tools.handlers import MemoryToolChoice
 
 #: Seconds a process waits for another one's first-time setup of the directory.
 SETUP_WAIT = 120.0
@@ -49,12 +61,15 @@ class EmbeddedPersistence:
     store: SqliteStore | AsyncSqliteStore
 
     def graph(self, *, tools: Sequence[BaseTool] = (), model: BaseChatModel | None = None,
-              wait: float = THREAD_WAIT) -> SerializedGraph:
+              wait: float = THREAD_WAIT, memory_tools: MemoryToolChoice = None,
+              prompts: Prompts | None = None) -> SerializedGraph:
         """A pagefault graph persisted here (``build_graph`` with this checkpointer and store), with the
-        app's ``tools`` and an explicit chat ``model`` (else the one the run's ``Context`` names). Its
+        app's ``tools`` and an explicit chat ``model`` (else the one the run's ``Context`` names), and
+        ``build_graph``'s ``memory_tools`` (which memory tools, how described) and ``prompts``. Its
         runs on one thread take turns with every process on this directory, waiting at most ``wait``
         seconds (then ``ThreadBusy``)."""
-        return serialized(build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model),
+        return serialized(build_graph(checkpointer=self.checkpointer, store=self.store, tools=tools, model=model,
+                                      memory_tools=memory_tools, prompts=prompts),
                           wait=wait, locks=self.locks)
 
     def serialized(self, agent: CompiledStateGraph[Any, Any, Any, Any], *, wait: float = THREAD_WAIT) -> SerializedGraph:
@@ -90,16 +105,32 @@ def _connect(path: str, *, transactions: bool = False) -> sqlite3.Connection:
     return conn
 
 
-def _bound(p: EmbeddedPersistence) -> EmbeddedPersistence:
-    """``p`` with its checkpointer and store guarded by the directory's locks (``locks_of`` finds them)."""
-    bind_locks(p.checkpointer, p.locks)
-    bind_locks(p.store, p.locks)
+def _bound(p: EmbeddedPersistence, embeddings: EmbeddingModel | None = None) -> EmbeddedPersistence:
+    """``p`` with its checkpointer and store guarded by the directory's locks (``locks_of`` finds them)
+    and bound to the directory (and ``embeddings``, if given) that every tier of their runs uses."""
+    for holder in (p.checkpointer, p.store):
+        bind_locks(holder, p.locks)
+        bind_home(holder, Home(p.data_dir, embeddings))
     return p
 
 
-def open_embedded(data_dir: str = ".pagefault") -> EmbeddedPersistence:
-    """Open (creating if needed) the SQLite checkpointer and store under ``data_dir``."""
+def _tiers(path: str, embeddings: EmbeddingChoice | None) -> EmbeddingModel | None:
+    """The model of an explicit ``embeddings``, with the directory's tiers opened with it (so a store
+    another model made is refused now); None when none was given (the runs' settings choose)."""
+    if embeddings is None:
+        return None
+    model = embedding_model(embeddings)
+    MemoryServices.open(path, embeddings=model)
+    return model
+
+
+def open_embedded(data_dir: str = ".pagefault", *, embeddings: EmbeddingChoice | None = None) -> EmbeddedPersistence:
+    """Open (creating if needed) the SQLite checkpointer and store under ``data_dir``, the directory of
+    every tier of their runs (see the module docstring). ``embeddings``: the model of archival and
+    recall's vectors for this process (``"offline"``, an ``init_embeddings`` id, or an
+    ``EmbeddingModel``); None leaves it to the runs' ``Context.embeddings``."""
     path = os.path.abspath(os.path.expanduser(data_dir))
+    model = _tiers(path, embeddings)
     os.makedirs(path, exist_ok=True)
     opened: list[sqlite3.Connection] = []
     try:
@@ -113,15 +144,17 @@ def open_embedded(data_dir: str = ".pagefault") -> EmbeddedPersistence:
         for conn in opened:
             conn.close()
         raise
-    return _bound(EmbeddedPersistence(path, saver, store))
+    return _bound(EmbeddedPersistence(path, saver, store), model)
 
 
 @asynccontextmanager
-async def open_embedded_async(data_dir: str = ".pagefault") -> AsyncIterator[EmbeddedPersistence]:
+async def open_embedded_async(data_dir: str = ".pagefault", *, embeddings: EmbeddingChoice | None = None
+                              ) -> AsyncIterator[EmbeddedPersistence]:
     """The same files under ``data_dir`` through LangGraph's async SQLite savers, for ``ainvoke`` and
-    ``astream``: ``async with open_embedded_async(path) as p: ...``."""
+    ``astream``: ``async with open_embedded_async(path) as p: ...`` (``embeddings`` as ``open_embedded``'s)."""
     path = os.path.abspath(os.path.expanduser(data_dir))
     os.makedirs(path, exist_ok=True)
+    model = await asyncio.to_thread(_tiers, path, embeddings)
     locks = file_locks(path)
     async with AsyncSqliteSaver.from_conn_string(os.path.join(path, "checkpoints.sqlite")) as saver, \
             AsyncSqliteStore.from_conn_string(os.path.join(path, "store.sqlite")) as store:
@@ -131,4 +164,4 @@ async def open_embedded_async(data_dir: str = ".pagefault") -> AsyncIterator[Emb
             await store.setup()
         finally:
             await asyncio.to_thread(locks.release, "setup")
-        yield _bound(EmbeddedPersistence(path, saver, store))
+        yield _bound(EmbeddedPersistence(path, saver, store), model)

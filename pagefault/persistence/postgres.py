@@ -11,6 +11,8 @@ SQLite files. ``checkpointer`` and ``store`` are for a LangGraph server's ``lang
 (``langgraph.postgres.json`` in the repository): the server runs the graph on Postgres too.
 
 Archival and recall vectors are set apart, by ``PAGEFAULT_CHROMA_URL`` (``pagefault.engines.connections``).
+Without a Chroma server they live in the run's ``Context.data_dir``; ``embeddings`` chooses their model
+for the process, as ``open_embedded``'s does.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
 from pagefault.engines import connections as backends
-from pagefault.engines.connections import CONNECT_TIMEOUT, is_postgres_down, postgres_unavailable
+from pagefault.engines.connections import CONNECT_TIMEOUT, Home, bind_home, is_postgres_down, postgres_unavailable
 from pagefault.engines.locks import locks_for
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.graph import build_graph
+from pagefault.models.embedding_choice import EmbeddingChoice, embedding_model
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
+from pagefault.stores.services import MemoryServices
 
 #: Connections per process for the checkpointer and the store together.
 POOL_SIZE = 8
@@ -70,9 +74,13 @@ class PostgresPersistence:
         self.close()
 
 
-def open_postgres(url: str | None = None, *, data_dir: str | None = None) -> PostgresPersistence:
+def open_postgres(url: str | None = None, *, data_dir: str | None = None,
+                  embeddings: EmbeddingChoice | None = None) -> PostgresPersistence:
     """Open the Postgres checkpointer and store at ``url`` (default ``PAGEFAULT_DATABASE_URL``), making
-    their tables if needed; ``ServiceUnavailable`` if the database cannot be reached."""
+    their tables if needed; ``ServiceUnavailable`` if the database cannot be reached. ``data_dir``: where
+    the vectors live without a Chroma server (for the CLI: a run's ``Context.data_dir`` says it for the
+    run); ``embeddings``: their model for this process (the tiers of ``data_dir`` are then opened at once,
+    so a store another model made is refused here, and the runs on this store embed with it)."""
     from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.store.postgres import PostgresStore
     from psycopg import Connection
@@ -99,15 +107,21 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None) -> Pos
     p = PostgresPersistence(url, saver, store, pool)
     if data_dir is not None:
         p.data_dir = data_dir
+    if embeddings is not None:
+        model = embedding_model(embeddings)
+        MemoryServices.open(p.data_dir, database_url=url, embeddings=model)
+        for holder in (saver, store):
+            bind_home(holder, Home(None, model))
     return p
 
 
-def open_persistence(data_dir: str = ".pagefault", database_url: str | None = None
-                     ) -> EmbeddedPersistence | PostgresPersistence:
+def open_persistence(data_dir: str = ".pagefault", database_url: str | None = None, *,
+                     embeddings: EmbeddingChoice | None = None) -> EmbeddedPersistence | PostgresPersistence:
     """Postgres when a database URL is given or ``PAGEFAULT_DATABASE_URL`` is set, else the embedded
-    SQLite files under ``data_dir``."""
+    SQLite files under ``data_dir``; ``embeddings`` as ``open_embedded``'s."""
     url = backends.database_url(database_url)
-    return open_postgres(url, data_dir=data_dir) if url else open_embedded(data_dir)
+    return open_postgres(url, data_dir=data_dir, embeddings=embeddings) if url else \
+        open_embedded(data_dir, embeddings=embeddings)
 
 
 @asynccontextmanager

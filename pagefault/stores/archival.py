@@ -6,16 +6,24 @@ written twice) lands on the same record instead of duplicating it.
 Facts carry validity (``stores.validity``): a statement that contradicts an earlier one about the
 same subject and attribute supersedes it. The old record stays, out of default search, found by
 ``search(..., as_of=t)`` and pointing at its successor.
+
+Which statements are about the same thing is read by the patterns (``text.facts``); an insert's
+``judge`` (``stores.superseding``; a chat model's, with a real model) may tie the new text to current
+records of its scope the patterns miss, as replaced or restated. Tied records join one fact key (the
+new text's, else theirs, else one named after the first of them); a restated record and the new one
+share a value, a replaced one keeps its own. So the timeline, consolidation and ``as_of`` treat them as
+one fact, as if the patterns had read it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from pagefault.engines.locks import LocalLocks, LockTimeout, locks_for
 from pagefault.safety.guard import GUARD_VERSION, scan
@@ -23,11 +31,14 @@ from pagefault.safety.redaction import redact
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.superseding import PATTERNS, Candidate, Judgement, SupersedeJudge
 from pagefault.stores.validity import ALL, CURRENT, Stamped, Validity, timeline
 from pagefault.stores.validity import as_of as true_at
 from pagefault.stores.writers.archival_journal import ArchivalJournal, Entry
-from pagefault.text.facts import Fact, parse_fact
+from pagefault.text.facts import Fact, fact_value, linked_fact, parse_fact
 from pagefault.text.unicode import check_unicode
+
+log = logging.getLogger(__name__)
 
 MAX_TEXT_CHARS = 20_000
 MAX_TAGS = 16
@@ -142,6 +153,57 @@ def fact_lock(index: HybridIndex, scope: Scope, key: str) -> Iterator[None]:
         _local_locks.release(name)
 
 
+@contextmanager
+def fact_locks(index: HybridIndex, scope: Scope, keys: Iterable[str]) -> Iterator[None]:
+    """``fact_lock`` on several fact keys of one scope, taken in sorted order, so that two inserts
+    joining the same facts never wait for each other crosswise."""
+    with ExitStack() as stack:
+        for key in sorted(set(keys)):
+            stack.enter_context(fact_lock(index, scope, key))
+        yield
+
+
+def _stored_fact(hit: Hit) -> Fact | None:
+    """The fact a stored record states, as its metadata names it (a judge's tie included); None if none."""
+    key = str(hit.metadata.get("fact_key", "") or "")
+    return Fact.stored(key, str(hit.metadata.get("fact_value", ""))) if key else None
+
+
+def _by_time(candidates: Iterable[Candidate]) -> list[Candidate]:
+    return sorted(candidates, key=lambda c: (c.valid_from, c.id))
+
+
+def _linked_key(c: Candidate) -> str:
+    """The fact key a candidate has, or would get if it were the first of a fact a judge ties."""
+    return c.fact_key or linked_fact(c.text, c.id).key
+
+
+@dataclass(frozen=True)
+class _Links:
+    """The candidates a judge tied a new text to, checked: those it replaces and those it restates,
+    and each one's value as stored (its own words, normalised, when it has no fact key)."""
+
+    replaced: tuple[Candidate, ...] = ()
+    restated: tuple[Candidate, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def all(self) -> tuple[Candidate, ...]:
+        return (*self.replaced, *self.restated)
+
+    def joined_fact(self, text: str, fact: Fact | None) -> Fact:
+        """The fact the new text states once tied: the patterns' key if they read one, else the key of
+        the earliest link that has one, else one named after the earliest link. Its value: the
+        patterns', else the earliest restated record's, else the text's own normalised words."""
+        ordered = _by_time(self.all)
+        keyed = [c for c in ordered if c.fact_key]
+        key = fact.key if fact is not None else keyed[0].fact_key if keyed else linked_fact(text, ordered[0].id).key
+        values = dict(self.values)
+        value = fact.value if fact is not None else values[_by_time(self.restated)[0].id] if self.restated \
+            else fact_value(text)
+        return Fact.stored(key, value)
+
+
 @dataclass(frozen=True)
 class _Pending:
     """A text checked and judged, ready to be written (see ``ArchivalStore._prepare``)."""
@@ -164,6 +226,9 @@ class ArchivalStore:
 
     def __init__(self, index: HybridIndex, *, journal_path: str | None = None) -> None:
         self._index = index
+        #: The judge of each journalled insert still to be written (by record id), when it is not the
+        #: patterns; inserts left journalled by a process that stopped are written with the patterns.
+        self._judges: dict[str, SupersedeJudge] = {}
         if index.lexical.fact_keys_complete() is False:  # (None: a backend that keeps no fact keys)
             self._fill_fact_keys()
         #: Inserts a turn makes, written behind it (embedded setup only; see ``archival_journal``).
@@ -178,12 +243,16 @@ class ArchivalStore:
         return self._index
 
     def _write_journalled(self, scope: Scope, entries: list[Entry]) -> None:
-        """Write journalled inserts of one scope: those stating no fact together, facts one by one."""
-        pending = [_Pending(text, tags, prov, parse_fact(text), since, rid) for text, tags, prov, since, rid in entries]
-        self._write_plain(scope, [p for p in pending if p.fact is None])
-        for p in pending:
-            if p.fact is not None:
-                self._insert(scope, p)
+        """Write journalled inserts of one scope: those stating no fact (by the patterns) and judged by
+        them alone together, the others one by one, in order, each with its judge."""
+        pending = [(_Pending(text, tags, prov, parse_fact(text), since, rid), self._judges.get(rid, PATTERNS))
+                   for text, tags, prov, since, rid in entries]
+        self._write_plain(scope, [p for p, judge in pending if p.fact is None and not judge.candidates])
+        for p, judge in pending:
+            if p.fact is not None or judge.candidates:
+                self._insert(scope, p, judge)
+        for p, _ in pending:
+            self._judges.pop(p.rid, None)
 
     def _write_plain(self, scope: Scope, plain: list[_Pending]
                      ) -> tuple[dict[str, Hit], dict[str, tuple[IndexedText, ArchivalRecord]]]:
@@ -214,6 +283,7 @@ class ArchivalStore:
     def insert(
         self, scope: Scope, text: str, tags: Sequence[str] = (), provenance: Provenance | None = None,
         *, redact_secrets: bool = True, valid_from: float | None = None, defer: bool = False,
+        judge: SupersedeJudge = PATTERNS,
     ) -> ArchivalRecord:
         """Store ``text`` (secrets redacted unless told not to); the guard's flags go into its provenance.
 
@@ -221,9 +291,13 @@ class ArchivalStore:
         ("As of 2024-05-03, ..."), else the provenance time. A fact that contradicts a stored one
         about the same subject and attribute supersedes it (or, if it is older, is superseded by it).
 
+        ``judge`` decides, beside the patterns, which current records of ``scope`` the text replaces
+        (``stores.superseding``); it is asked before any lock is taken, and a judge that fails (or names
+        a record it was not shown) costs a warning in the log, never the insert.
+
         ``defer``: a new record may be journalled and written behind the caller (the embedded setup
         does this for a turn's inserts); the result is then the record as it will be written, before
-        its fact's timeline is settled. Reads of this store wait for it.
+        its fact's timeline is settled (and before the judge is asked). Reads of this store wait for it.
         """
         p = self._prepare(scope, text, tags, provenance, redact_secrets, valid_from)
         # Whether it is stored is asked of the BM25 file, not Chroma, which would wait for the writer's
@@ -233,12 +307,16 @@ class ArchivalStore:
             if not self._index.lexical.texts([p.rid]):
                 created = not self.journal.is_pending(p.rid)
                 if created:
+                    if judge.candidates:  # before the append: the writer may take the entry at once
+                        self._judges[p.rid] = judge
                     self.journal.append(scope, p.text, p.tags, p.prov, p.since, p.rid)
                 return replace(self._new_record(scope, p, p.rid)[1], created=created)
             existing = self._index.get([p.rid]) if p.fact is None else []
-            if existing:  # the same words again: that record, as ``_insert`` would return it
+            # The same words again: that record, as ``_insert`` would return it; unless a judge tied it to a
+            # fact that has changed since (then ``_insert`` decides whether its value holds once more).
+            if existing and (_stored_fact(existing[0]) is None or _validity(record_from_hit(existing[0])).current):
                 return record_from_hit(existing[0])
-        return self._insert(scope, p)
+        return self._insert(scope, p, judge)
 
     def insert_many(
         self, scope: Scope, entries: Sequence[tuple[str, Provenance | None]], tags: Sequence[str] = (),
@@ -295,7 +373,7 @@ class ArchivalStore:
         return item, ArchivalRecord(rid, p.text, p.tags, p.prov, created=True, validity=validity,
                                     fact_key=p.fact.key if p.fact else "", guard_version=GUARD_VERSION)
 
-    def _insert(self, scope: Scope, p: _Pending) -> ArchivalRecord:
+    def _insert(self, scope: Scope, p: _Pending, judge: SupersedeJudge = PATTERNS) -> ArchivalRecord:
         fact, since, rid = p.fact, p.since, p.rid
         index = self.index  # waits for the journal once, here, never under the fact lock below
         existing = index.get([rid])
@@ -303,24 +381,32 @@ class ArchivalStore:
             record = record_from_hit(existing[0])
             self._repair_lexical(existing[0], record)
             v = record.validity
-            if v is None or v.current or not fact or since < v.valid_to:
+            stated = _stored_fact(existing[0]) or fact  # as stored: a judge may have tied it to another key
+            if v is None or v.current or not stated or since < v.valid_to:
                 return record
             # The same words again, after the fact had changed. If that value is already back (an
             # earlier restatement), this is that record again; else the old value holds once more.
-            for hit, _ in index.find(scope.key, extra={"fact_key": fact.key}):
+            for hit, _ in index.find(scope.key, extra={"fact_key": stated.key}):
                 back = record_from_hit(hit)
-                if back.validity is not None and back.validity.current and hit.metadata.get("fact_value") == fact.value:
+                if back.validity is not None and back.validity.current and hit.metadata.get("fact_value") == stated.value:
                     return back
             rid = archival_id(scope, f"{p.text}\x00since {since!r}")
             again = index.get([rid])
             if again:
                 return record_from_hit(again[0])
-        item, record = self._new_record(scope, p, rid)
+            fact = stated
+        links = self._links(scope, p.text, rid, judge)  # a model's call, perhaps: before any lock
+        if links.all:
+            fact = links.joined_fact(p.text, fact)
+        item, record = self._new_record(scope, replace(p, fact=fact), rid)
         if fact is None:
             index.upsert([item])
             return record
-        with fact_lock(index, scope, fact.key):
-            near = self._fact_hits(scope, fact.key, since)
+        held = {fact.key, *(_linked_key(c) for c in links.all)}
+        with fact_locks(index, scope, held):
+            if links.all:
+                self._join(scope, fact, links, held)
+            near = self._fact_hits(scope, fact.key, None if links.all else since)  # joined: the whole timeline
             stamped = [Stamped(h.id, str(h.metadata.get("fact_value", "")), Validity.from_metadata(h.metadata))
                        for h in near if h.id != rid]
             fresh = _validity(record)
@@ -331,6 +417,64 @@ class ArchivalStore:
             if changes:  # which consolidation settles
                 index.restamp({i: v.metadata() for i, v in changes.items()})
         return replace(record, validity=validity)
+
+    def _links(self, scope: Scope, text: str, rid: str, judge: SupersedeJudge) -> _Links:
+        """The current records of ``scope`` that ``judge`` says ``text`` replaces or restates, among the
+        top hits of a search for it (none when the judge wants no candidates, or there are none). Its
+        answer is checked: ids it was not shown, or named both ways, are dropped; a judge that fails
+        leaves the patterns to decide. Both are logged as warnings."""
+        if not judge.candidates:
+            return _Links()
+        try:
+            hits = [h for h in self._index.search(text, scope.key, judge.candidates + 1, validity=CURRENT)
+                    if h.id != rid and h.metadata.get("scope") == scope.key][:judge.candidates]
+            candidates = [Candidate(h.id, h.text, str(h.metadata.get("fact_key", "") or ""),
+                                    Validity.from_metadata(h.metadata).valid_from) for h in hits]
+            if not candidates:
+                return _Links()
+            answer = judge.judge(text, candidates)
+            if not isinstance(answer, Judgement):
+                raise TypeError(f"a judge answers a Judgement, not {answer!r}")
+            replaces, restates = [str(i) for i in answer.replaces], [str(i) for i in answer.restates]
+        except Exception as e:  # a model outage, a bad answer: the insert goes on with the patterns
+            log.warning("archival: the supersede judge failed for record %s (%s: %s); the patterns decide",
+                        rid, type(e).__name__, e)
+            return _Links()
+        ids = {c.id for c in candidates}
+        stray = [i for i in dict.fromkeys([*replaces, *restates]) if i not in ids]
+        both = sorted(set(replaces) & set(restates))
+        if stray:
+            log.warning("archival: the supersede judge named %s for record %s, not among the candidates it was "
+                        "shown (%s); ignored", stray, rid, ", ".join(sorted(ids)))
+        if both:
+            log.warning("archival: the supersede judge said record %s both replaces and restates %s; ignored",
+                        rid, both)
+        values = tuple((h.id, str(h.metadata.get("fact_value", "")) if h.metadata.get("fact_key") else fact_value(h.text))
+                       for h in hits)
+        return _Links(tuple(c for c in candidates if c.id in replaces and c.id not in both),
+                      tuple(c for c in candidates if c.id in restates and c.id not in both), values)
+
+    def _join(self, scope: Scope, fact: Fact, links: _Links, held: set[str]) -> None:
+        """Give the records a judge tied to the new text ``fact``'s key (the caller holds the locks of
+        ``held``, every key involved). A linked record with another key brings every record of that key
+        along, so its history stays one timeline; a restated one takes ``fact``'s value, a replaced one
+        without a key its own words. A link that another insert tied elsewhere since it was shown (to a
+        key not held here) is left."""
+        index = self._index
+        restated = {c.id for c in links.restated}
+        changes: dict[str, dict[str, Any]] = {}
+        for hit in index.get([c.id for c in links.all]):
+            have = str(hit.metadata.get("fact_key", "") or "")
+            if hit.metadata.get("scope") != scope.key or (have and have not in held):
+                continue
+            if have and have != fact.key:
+                changes.update({h.id: {"fact_key": fact.key} for h, _ in index.find(scope.key, extra={"fact_key": have})})
+            if hit.id in restated:
+                changes[hit.id] = {"fact_key": fact.key, "fact_value": fact.value}
+            elif not have:
+                changes[hit.id] = {"fact_key": fact.key, "fact_value": fact_value(hit.text)}
+        if changes:
+            index.restamp(changes)
 
     def timeline(self, scope: Scope, key: str) -> list[ArchivalRecord]:
         """Every record of one fact key (current and superseded), oldest event time first."""

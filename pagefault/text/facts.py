@@ -1,7 +1,8 @@
 """Facts read from a statement's text: "my dentist is Dr Lee", "since 2024-03-01 I live in Porto".
 
 A fact is a subject, an attribute and a value, with the date the text states for it; archival
-memory uses it to settle contradictions (``stores.validity``), the offline model to cite.
+memory uses it to settle contradictions (``stores.validity``), the offline model to cite. A judge
+(``stores.superseding``) may tie statements to one fact that no pattern reads (``linked_fact``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,27 @@ class Fact:
 
     def metadata(self) -> dict[str, Any]:
         return {"fact_key": self.key, "fact_value": self.value}
+
+    @classmethod
+    def stored(cls, key: str, value: str) -> "Fact":
+        """The fact a record's ``fact_key`` and ``fact_value`` metadata name."""
+        subject, _, attribute = key.partition("|")
+        return cls(subject, attribute, value)
+
+
+#: The subject of a fact key a judge made (``linked_fact``): the attribute is the id of the record that
+#: first stated the fact, when no statement of it matched a pattern.
+LINKED = "record"
+
+
+def fact_value(text: str) -> str:
+    """The value of a statement no pattern reads, as a judge links it to others: its normalised words."""
+    return _norm(text)
+
+
+def linked_fact(text: str, first_id: str) -> Fact:
+    """The fact ``text`` states when a judge (not a pattern) tied it to record ``first_id``'s."""
+    return Fact(LINKED, first_id, fact_value(text))
 
 
 def parse_fact(text: str) -> Fact | None:

@@ -19,10 +19,13 @@ import json
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import Any, Callable, TypeVar
+from functools import lru_cache
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools.base import ArgsSchema
 from pydantic import BaseModel, Field, ValidationError
+from pydantic.json_schema import SkipJsonSchema
 
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.stores.archival import ArchivalRecord, ArchivalStore
@@ -31,6 +34,7 @@ from pagefault.stores.procedures import ProceduralMemory, ProcedureError
 from pagefault.stores.provenance import Provenance, role_source
 from pagefault.stores.recall import HIT_TEXT_CHARS, RecallHit, RecallIndex, recall_body
 from pagefault.stores.scope import Scope
+from pagefault.stores.superseding import PATTERNS, SupersedeJudge
 from pagefault.stores.validity import OPEN
 from pagefault.tools.trust import Origins
 
@@ -70,6 +74,10 @@ class MemoryCall:
     window_start: int | None = None
     #: Message index of the user message the call answers (-1: none).
     message_index: int = -1
+    #: Which stored facts an archival insert replaces, beside the patterns (the run's chat model's judge).
+    supersede: SupersedeJudge = PATTERNS
+    #: The memory tools this run's model was given (``choose_memory_tools``); a call to another one is refused.
+    tools: frozenset[str] = field(default_factory=lambda: frozenset(MEMORY_TOOLS))
 
     def provenance(self, text: str) -> Provenance:
         """Provenance of a write made in this call, its source attributed from what the turn read."""
@@ -85,59 +93,65 @@ class ToolResult:
     artifact: dict[str, Any]
 
 
-class CoreAppend(BaseModel):
-    """Append text to a core memory section (persona, human, or a custom one). Core memory is
-    always in your prompt: keep it to essential, lasting facts."""
+Unset = SkipJsonSchema[None]
+"""An optional argument's ``None``: accepted when a model sends it, left out of the schema the model sees
+(``model_schema``), where its ``anyOf`` with ``null`` cost tokens in every request."""
 
-    section: str = Field(description="Section label, e.g. 'human' or 'persona'.")
-    text: str = Field(description="Text to append, as a new line.")
+
+# The argument schemas. Their docstrings and field descriptions are what the model is sent with every
+# request (``model_schema``), so they are short: when to use each tool is said once, in the system prompt
+# (``text.prompts.TOOL_GUIDANCE``), for the tools the model has. tests/unit/tools/test_tool_schemas.py
+# holds the six under 600 tokens. A bad value gets a ToolError saying what is expected (top_k's range too).
+
+
+class CoreAppend(BaseModel):
+    """Add a line to a core memory section."""
+
+    section: str
+    text: str
 
 
 class CoreReplace(BaseModel):
-    """Replace exact text in a core memory section; use an empty `new` to delete."""
+    """Replace exact text in a core memory section; an empty new deletes it."""
 
-    section: str = Field(description="Section label.")
-    old: str = Field(description="Exact text currently in the section.")
-    new: str = Field(description="Replacement text.")
+    section: str
+    old: str
+    new: str
 
 
 class ArchivalInsert(BaseModel):
-    """Save a fact or passage to archival memory (unbounded, searchable, not in the prompt)."""
+    """Save a self-contained fact or passage to archival memory."""
 
-    text: str = Field(description="The fact or passage, self-contained.")
-    tags: list[str] | None = Field(default=None, description="Optional tags for filtering later.")
-    valid_from: str | None = Field(default=None, description="When the fact became true (ISO date); default now. "
-                                   "A fact that contradicts an older one about the same thing supersedes it.")
+    text: str
+    tags: list[str] | Unset = None
+    valid_from: str | Unset = Field(default=None, description="ISO date it became true (default now)")
 
 
 class ArchivalSearch(BaseModel):
-    """Search archival memory by meaning and keywords; results carry ids and citations."""
+    """Search archival memory by meaning and keywords."""
 
-    query: str = Field(description="What to look for.")
-    top_k: int | None = Field(default=None, description=f"How many results (1-{MAX_TOP_K}).")
-    tags: list[str] | None = Field(default=None, description="Only records with all these tags.")
-    start: str | None = Field(default=None, description="Only records created at or after this ISO date/time.")
-    end: str | None = Field(default=None, description="Only records created at or before this ISO date/time.")
-    as_of: str | None = Field(default=None, description="What was true at this ISO date/time (superseded facts "
-                              "included); default: only facts true now.")
+    query: str
+    top_k: int | Unset = None
+    tags: list[str] | Unset = None
+    start: str | Unset = Field(default=None, description="ISO: saved from")
+    end: str | Unset = Field(default=None, description="ISO: saved until")
+    as_of: str | Unset = Field(default=None, description="ISO: what was true then")
 
 
 class ProcedureUpdate(BaseModel):
-    """Learn a rule or preference for how to behave ("always answer in French"), shown in your prompt
-    from then on, or forget one by its id. Facts about the world go to archival or core memory."""
+    """Learn a rule for how to behave (add), or forget one (remove: its id)."""
 
-    add: str | None = Field(default=None, description="A rule to learn, one sentence.")
-    remove: str | None = Field(default=None, description="Id of a rule to forget, e.g. proc-1a2b3c4d5e6f.")
-    kind: str = Field(default="rule", description="'rule' or 'preference' (for add).")
+    add: str | Unset = None
+    remove: str | Unset = None
+    kind: str | Unset = Field(default=None, description="rule (default) or preference")
 
 
 class ConversationSearch(BaseModel):
-    """Search past messages of your conversations with this user: those no longer in your context
-    window, and other conversations. Each hit cites its thread and turn."""
+    """Search past messages: evicted ones and other conversations."""
 
-    query: str = Field(description="What to look for.")
-    top_k: int | None = Field(default=None, description=f"How many results (1-{MAX_TOP_K}).")
-    current_thread_only: bool = Field(default=False, description="Search only this conversation.")
+    query: str
+    top_k: int | Unset = None
+    current_thread_only: bool | Unset = None
 
 
 def _top_k(value: int | None, default: int) -> int:
@@ -317,7 +331,7 @@ def procedure_update(call: MemoryCall, args: ProcedureUpdate) -> ToolResult:
                             "are in every prompt, so untrusted text becomes one only with a person's approval.")
         if reasons:
             prov = replace(prov, flags=("approved",) if call.approved else ("untrusted",))
-        proc = memory.add(args.add, kind=args.kind, provenance=prov)
+        proc = memory.add(args.add, kind=args.kind or "rule", provenance=prov)
     except ProcedureError as e:
         raise ToolError(str(e)) from e
     return ToolResult(f"Learned procedure {proc.id}: {quote(proc.text)}", {"id": proc.id, "procedure": proc.text,
@@ -328,7 +342,7 @@ def archival_memory_insert(call: MemoryCall, args: ArchivalInsert) -> ToolResult
     try:
         rec = call.archival.insert(call.scope, args.text, args.tags or (), call.provenance(args.text),
                                    redact_secrets=call.redact_secrets, valid_from=parse_time(args.valid_from, "valid_from"),
-                                   defer=True)
+                                   defer=True, judge=call.supersede)
     except ValueError as e:
         raise ToolError(str(e)) from e
     verb = "Saved" if rec.created else "Already stored"
@@ -398,11 +412,24 @@ def conversation_search(call: MemoryCall, args: ConversationSearch) -> ToolResul
                                                    for h in hits]})
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: a docstring's line breaks and indents become single spaces."""
+    return " ".join(text.split())
+
+
 @dataclass(frozen=True)
 class MemoryTool:
+    """One memory tool: its ``name``, its arguments' ``schema`` (validation, and what the model sees through
+    ``model_schema``), its handler ``run``, and the ``description`` the model is sent (one line; empty: the
+    schema's docstring on one line)."""
+
     name: str
     schema: type[BaseModel]
     run: Callable[[MemoryCall, Any], ToolResult]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "description", one_line(self.description or self.schema.__doc__ or ""))
 
 
 MEMORY_TOOLS: dict[str, MemoryTool] = {
@@ -420,9 +447,9 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
 
 def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult:
     """Validate and run one memory tool call; any failure is a ToolError with a clear message."""
-    tool = MEMORY_TOOLS.get(name)
+    tool = MEMORY_TOOLS.get(name) if name in call.tools else None
     if tool is None:
-        raise ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(MEMORY_TOOLS)}")
+        raise ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(n for n in MEMORY_TOOLS if n in call.tools)}")
     if isinstance(raw_args, str):  # some providers hand back the raw JSON text
         try:
             raw_args = json.loads(raw_args)
@@ -460,13 +487,95 @@ def untrusted_core_edit(call: MemoryCall, name: str, raw_args: object) -> list[s
     return call.origins.untrusted(args.text if isinstance(args, CoreAppend) else args.new)
 
 
-def _schema_only(name: str, schema: type[BaseModel]) -> BaseTool:
-    def not_here(**_: Any) -> str:
-        raise RuntimeError(f"{name} runs in pagefault's memory node, not as a plain tool")
-
-    return StructuredTool.from_function(func=not_here, name=name, description=(schema.__doc__ or "").strip(),
-                                        args_schema=schema)
+MemoryToolChoice = Sequence[str] | Mapping[str, str | None] | None
+"""Which memory tools an agent gets: None for all six; a list of their names for those; a mapping of
+names to descriptions for those, each described to the model in its own words (None: the usual words)."""
 
 
-#: The tools as the model sees them (bound in the reason node).
-MEMORY_TOOL_SCHEMAS: list[BaseTool] = [_schema_only(t.name, t.schema) for t in MEMORY_TOOLS.values()]
+def choose_memory_tools(choice: MemoryToolChoice = None) -> tuple[MemoryTool, ...]:
+    """The memory tools ``choice`` picks (see ``MemoryToolChoice``), in the usual order: the one reading of
+    a ``tools=`` / ``memory_tools=`` argument for the graph, the middleware and ``memory_tools``. A
+    ValueError names an unknown tool and lists the memory tools, and refuses a bare string, a repeated
+    name or a description that is not text."""
+    if choice is None:
+        return tuple(MEMORY_TOOLS.values())
+    if isinstance(choice, (str, bytes)) or not isinstance(choice, (Sequence, Mapping)):
+        raise ValueError(f"memory tools must be a list of memory tool names or a mapping of names to descriptions, "
+                         f"got {choice!r}; the memory tools are: {', '.join(MEMORY_TOOLS)}")
+    names = list(choice)
+    unknown = [n for n in names if n not in MEMORY_TOOLS]
+    if unknown:
+        raise ValueError(f"unknown memory tool(s) {', '.join(map(repr, unknown))}; the memory tools are: "
+                         f"{', '.join(MEMORY_TOOLS)}")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"memory tool(s) named more than once: {', '.join(repeated)}")
+    words: dict[str, str] = {}
+    if isinstance(choice, Mapping):
+        for name, text in choice.items():
+            if text is not None and (not isinstance(text, str) or not text.strip()):
+                raise ValueError(f"the description of memory tool {name!r} must be non-empty text (or None for the "
+                                 f"usual one), got {text!r}")
+            if text is not None:
+                words[name] = text
+    return tuple(replace(t, description=words[t.name]) if t.name in words else t
+                 for t in MEMORY_TOOLS.values() if t.name in names)
+
+
+def _compact(prop: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in prop.items() if k not in ("title", "default")}
+    options = out.pop("anyOf", None)
+    if options is not None:
+        kept = [o for o in options if o != {"type": "null"}]
+        out = {**(kept[0] if len(kept) == 1 else {"anyOf": kept}), **out}
+    return out
+
+
+@lru_cache(maxsize=None)
+def _model_schema(args: type[BaseModel]) -> str:
+    schema = args.model_json_schema()
+    out: dict[str, Any] = {"type": "object",
+                           "properties": {k: _compact(v) for k, v in schema.get("properties", {}).items()}}
+    if schema.get("required"):
+        out["required"] = list(schema["required"])
+    return json.dumps(out)
+
+
+def model_schema(args: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments ``args`` as the model is sent it: pydantic's, without titles,
+    without the ``null`` of an optional argument, and without defaults (an argument left out of a call
+    takes its default; one that matters is said in its description). Every argument, its type and
+    whether it is required stay; a fresh dict each time."""
+    return dict(json.loads(_model_schema(args)))
+
+
+class MemoryToolSchema(StructuredTool):
+    """A memory tool as LangChain sees it: a ``StructuredTool`` whose arguments are validated by its
+    pydantic ``args_schema``, and shown to the model as ``model_schema`` of it (its ``tool_call_schema``,
+    what ``bind_tools`` and ``convert_to_openai_tool`` send)."""
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """``model_schema`` of the tool's pydantic ``args_schema`` (LangChain's own for any other)."""
+        args = self.args_schema
+        if isinstance(args, type) and issubclass(args, BaseModel):
+            return model_schema(args)
+        return super().tool_call_schema
+
+
+def memory_tool_schemas(tools: Sequence[MemoryTool]) -> list[BaseTool]:
+    """``tools`` (from ``choose_memory_tools``) as the model is given them by the graph, which binds them and
+    runs their calls in its memory node: calling one of these directly is an error."""
+
+    def schema_only(spec: MemoryTool) -> BaseTool:
+        def not_here(**_: Any) -> str:
+            raise RuntimeError(f"{spec.name} runs in pagefault's memory node, not as a plain tool")
+
+        return MemoryToolSchema.from_function(func=not_here, name=spec.name, description=spec.description,
+                                              args_schema=spec.schema)
+
+    return [schema_only(t) for t in tools]
+
+
+#: The six tools as the model sees them (bound in the reason node), with their usual descriptions.
+MEMORY_TOOL_SCHEMAS: list[BaseTool] = memory_tool_schemas(choose_memory_tools())

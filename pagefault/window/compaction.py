@@ -7,19 +7,29 @@ Rules it keeps (each a bug some peer shipped):
 - the window is never wiped: eviction stops at the target, and the summary replaces what left;
 - a message too big for the window is put in the window truncated, with a pointer to its full
   text in recall, so compaction cannot loop on it;
-- summary and eviction are one state update, so a checkpoint never holds one without the other.
+- summary and eviction are one state update, so a checkpoint never holds one without the other;
+- the summary call is pagefault's, not the answer: it is tagged ``nostream`` (``summary_config``), so
+  ``stream_mode="messages"`` never streams it, and it goes to the summary model (``Context.summary_model``,
+  else the chat model: ``models.chat.load_summary_model``) with the app's summary prompt
+  (``Prompts.summary``, as ``MemoryRun.prompts`` carries it);
+- a failed summary call never loses the eviction: the extractive summary stands in, with a warning
+  logged and the ``compaction`` event saying so (``"summary": "extractive fallback"``, ``"summary_error"``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
+import string
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
+from langgraph.constants import TAG_NOSTREAM
 
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
@@ -29,7 +39,8 @@ from pagefault.safety.redaction import redact
 from pagefault.stores.recall import conversation_turns, speaker
 from pagefault.text.messages import message_text
 from pagefault.text.prompts import SUMMARY_PROMPT
-from pagefault.window.events import emit
+from pagefault.text.summary_input import SummaryInput
+from pagefault.window.events import emit_compaction
 from pagefault.window.main_context import MainContext
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.run import MemoryRun, users_before
@@ -42,6 +53,12 @@ MESSAGE_SHARE = 0.35
 MIN_TRUNCATE_TOKENS = 200
 #: Longest line per message in the summarizer's transcript.
 TRANSCRIPT_LINE_CHARS = 2_000
+#: Longest summary error the event and the log carry.
+ERROR_CHARS = 300
+#: The ``compaction`` event's ``summary``: who wrote it.
+BY_MODEL, FALLBACK, UNCHANGED = "model", "extractive fallback", "unchanged"
+
+logger = logging.getLogger(__name__)
 
 
 def eviction_units(messages: Sequence[BaseMessage]) -> list[list[int]]:
@@ -111,60 +128,113 @@ def transcript(messages: Sequence[BaseMessage]) -> str:
 
 
 def fit_summary(summary: str, max_tokens: int, counter: TokenCounter) -> str:
-    """Keep the newest lines of a summary that has outgrown its share of the window: as many as fit,
-    found by bisection (dropping lines one at a time re-counted the whole summary for each line)."""
+    """Keep the newest lines of a summary that has outgrown its share of the window: as many as fit.
+
+    The oldest lines are dropped one at a time until the rest fits. (A bisection over how many to drop
+    was wrong: a text's token count does not always fall as lines leave it, since a run of blank lines
+    can be one token or several, and it could drop more than it had to.)"""
     if counter.count_text(summary) <= max_tokens:
         return summary
     lines = summary.splitlines()
-
-    def kept(drop: int) -> str:
-        return "\n".join(["(older summary dropped)", *lines[drop:]])
-
-    lo, hi = 0, len(lines)  # dropping ``hi`` lines (all of them) always fits
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if counter.count_text(kept(mid)) <= max_tokens:
-            hi = mid
-        else:
-            lo = mid + 1
-    return kept(lo) if lo < len(lines) else ""
+    for drop in range(len(lines)):
+        kept = "\n".join(["(older summary dropped)", *lines[drop:]])
+        if counter.count_text(kept) <= max_tokens:
+            return kept
+    return ""
 
 
-def _summary_request(ctx: Context, previous: str, evicted: Sequence[BaseMessage]) -> tuple[list[BaseMessage], int]:
+def summary_instruction(prompt: str, max_words: int) -> str:
+    """The summary call's system message: ``prompt`` (``Prompts.summary``) with ``{max_words}`` filled in.
+    A prompt that is empty, or has another placeholder or a stray brace, is refused naming it."""
+    if not prompt.strip():
+        raise ValueError("the summary prompt is empty; give Prompts(summary=...) an instruction, or leave the default")
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None}
+    except ValueError as e:
+        raise ValueError(f"summary prompt {prompt!r}: {e} (write {{{{ and }}}} for literal braces)") from e
+    if fields - {"max_words"}:
+        raise ValueError(f"summary prompt {prompt!r} has placeholders {sorted(fields - {'max_words'})}; only "
+                         "{max_words} is filled in (write {{ and }} for literal braces)")
+    return prompt.format(max_words=max_words)
+
+
+def summary_config(config: RunnableConfig | None) -> RunnableConfig:
+    """The run's ``config`` for the summary call, tagged ``nostream`` (LangGraph's ``stream_mode="messages"``
+    leaves a call so tagged out, as LangChain's ``SummarizationMiddleware`` does its own) and marked
+    ``pagefault_call="summary"`` in its metadata (traces tell it from the answer)."""
+    return merge_configs(config, {"tags": [TAG_NOSTREAM], "metadata": {"pagefault_call": "summary"}})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The running summary a compaction wrote: its ``text`` and, when the summary call failed and the
+    extractive summary stands in, the ``error`` (``"<type>: <message>"``, redacted, cut short)."""
+
+    text: str
+    error: str = ""
+
+    @property
+    def source(self) -> str:
+        """Who wrote it, as the ``compaction`` event says: ``"model"`` or ``"extractive fallback"``."""
+        return FALLBACK if self.error else BY_MODEL
+
+
+def _summary_request(ctx: Context, previous: str, evicted: Sequence[BaseMessage],
+                     prompt: str) -> tuple[list[BaseMessage], int]:
     """The summarizer's request, and the summary's share of the window in tokens."""
     max_tokens = int(SUMMARY_SHARE * ctx.context_window)
     return [
-        SystemMessage(content=SUMMARY_PROMPT.format(max_words=max_tokens * 3 // 4)),
-        HumanMessage(content=f"PREVIOUS SUMMARY:\n{previous or '(none)'}\n\nNEW MESSAGES:\n{transcript(evicted)}"),
+        SystemMessage(content=summary_instruction(prompt, max_tokens * 3 // 4)),
+        HumanMessage(content=SummaryInput(previous, transcript(evicted)).render()),
     ], max_tokens
 
 
-def _summary_text(text: str, ctx: Context, counter: TokenCounter, max_tokens: int) -> str:
+def _summary(text: str, ctx: Context, counter: TokenCounter, max_tokens: int, error: str = "") -> Summary:
     if ctx.redact_secrets:  # the summary is memory pagefault writes: no keys in it
         text = redact(text).text
-    return fit_summary(text.strip(), max_tokens, counter)
+    return Summary(fit_summary(text.strip(), max_tokens, counter), error)
+
+
+def _answered(reply: BaseMessage) -> str:
+    """The summary in the model's ``reply``; an empty one is a failed call (the eviction must leave a summary)."""
+    text = message_text(reply)
+    if not text.strip():
+        raise ValueError("the summary model answered with no text")
+    return text
+
+
+def _fallback(request: list[BaseMessage], error: Exception) -> tuple[str, str]:
+    """The extractive summary (the offline model's rules, no I/O) and the error, logged, that called for it."""
+    said = redact(f"{type(error).__name__}: {' '.join(str(error).split())}").text  # never a key in a log
+    said = said if len(said) <= ERROR_CHARS else said[: ERROR_CHARS - 1] + "…"
+    logger.warning("the compaction summary call failed, so the extractive summary was used: %s", said)
+    return message_text(OfflineChatModel().invoke(request)), said
 
 
 def summarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
-              counter: TokenCounter, config: RunnableConfig | None = None) -> str:
-    """The running summary merged with the evicted messages, fitted to its share of the window."""
-    request, max_tokens = _summary_request(ctx, previous, evicted)
+              counter: TokenCounter, config: RunnableConfig | None = None, *,
+              prompt: str = SUMMARY_PROMPT) -> Summary:
+    """The running summary merged with the evicted messages by ``model`` told ``prompt`` (``{max_words}``
+    filled in), in a call tagged ``nostream`` (``summary_config``), fitted to its share of the window.
+    If the call fails, the extractive summary, with the error (``Summary.error``, logged)."""
+    request, max_tokens = _summary_request(ctx, previous, evicted, prompt)
     try:
-        text = message_text(model.invoke(request, config))
-    except Exception:  # never lose the eviction's summary to a flaky model: fall back to extractive
-        text = message_text(OfflineChatModel().invoke(request))
-    return _summary_text(text, ctx, counter, max_tokens)
+        text, error = _answered(model.invoke(request, summary_config(config))), ""
+    except Exception as e:  # never lose the eviction's summary to a flaky model: fall back to extractive
+        text, error = _fallback(request, e)
+    return _summary(text, ctx, counter, max_tokens, error)
 
 
 async def asummarize(model: BaseChatModel, ctx: Context, previous: str, evicted: Sequence[BaseMessage],
-                     counter: TokenCounter, config: RunnableConfig | None = None) -> str:
+                     counter: TokenCounter, config: RunnableConfig | None = None, *,
+                     prompt: str = SUMMARY_PROMPT) -> Summary:
     """``summarize`` with the model awaited (``ainvoke``), for async runs."""
-    request, max_tokens = _summary_request(ctx, previous, evicted)
+    request, max_tokens = _summary_request(ctx, previous, evicted, prompt)
     try:
-        text = message_text(await model.ainvoke(request, config))
-    except Exception:  # as in summarize: the extractive fallback (rules, no I/O)
-        text = message_text(OfflineChatModel().invoke(request))
-    return _summary_text(text, ctx, counter, max_tokens)
+        text, error = _answered(await model.ainvoke(request, summary_config(config))), ""
+    except Exception as e:  # as in summarize: the extractive fallback (rules, no I/O)
+        text, error = _fallback(request, e)
+    return _summary(text, ctx, counter, max_tokens, error)
 
 
 @dataclass
@@ -263,30 +333,36 @@ def _plan_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig,
     return _Planned(before, plan, messages[:plan.evict], list(plan.cut.values()), indexed, users)
 
 
-def _apply(state: PagefaultState, run: MemoryRun, planned: _Planned, summary: str,
+def _apply(state: PagefaultState, run: MemoryRun, planned: _Planned, summary: Summary | None,
            measure: Callable[[PagefaultState], MainContext]) -> Compaction:
+    """The compaction ``planned`` with ``summary`` (None: nothing was evicted, the summary stays)."""
     plan, evicted, replaced, before = planned.plan, planned.evicted, planned.replaced, planned.before
     if not evicted and not replaced:
         return Compaction(dataclasses.replace(state, recall_indexed=planned.indexed), [], [], before.total, before.total)
     view = dataclasses.replace(
-        state, messages=[plan.cut.get(i, m) for i, m in enumerate(list(state.messages)[plan.evict:])], summary=summary,
+        state, messages=[plan.cut.get(i, m) for i, m in enumerate(list(state.messages)[plan.evict:])],
+        summary=state.summary if summary is None else summary.text,
         evicted_count=state.evicted_count + len(evicted), recall_indexed=planned.indexed, pressure_warned=False,
         evicted_user_messages=planned.users + sum(isinstance(m, HumanMessage) for m in evicted),
         compactions=state.compactions + 1)
     after = measure(view).total
-    emit({"event": "compaction", "evicted": len(evicted), "truncated": len(replaced), "tokens_before": before.total,
-          "tokens_after": after, "window": run.ctx.context_window})
+    emit_compaction(evicted=len(evicted), truncated=len(replaced), tokens_before=before.total, tokens_after=after,
+                    window=run.ctx.context_window, summary=UNCHANGED if summary is None else summary.source,
+                    summary_error="" if summary is None else summary.error)
     return Compaction(view, evicted, replaced, before.total, after)
 
 
 def compact_window(state: PagefaultState, run: MemoryRun, config: RunnableConfig, model: BaseChatModel,
                    measure: Callable[[PagefaultState], MainContext]) -> Compaction:
     """Evict the oldest messages down to the target, summarized, after indexing them into recall so
-    ``conversation_search`` still finds them; cut down what is still too big. ``measure`` renders the
-    main context as the caller sends it (its tools and prompt). Emits a ``compaction`` event."""
+    ``conversation_search`` still finds them; cut down what is still too big. ``model`` writes the
+    summary (the summary model: ``models.chat.load_summary_model``), told the run's summary prompt
+    (``run.prompts.summary``); ``measure`` renders the main context as the caller sends it (its tools
+    and prompt). Emits a ``compaction`` event."""
     planned = _plan_window(state, run, config, measure)
-    summary = (summarize(model, run.ctx, state.summary, planned.evicted, run.counter, config) if planned.evicted
-               else state.summary)
+    summary = (summarize(model, run.ctx, state.summary, planned.evicted, run.counter, config,
+                         prompt=run.prompts.summary)
+               if planned.evicted else None)
     return _apply(state, run, planned, summary, measure)
 
 
@@ -294,6 +370,7 @@ async def acompact_window(state: PagefaultState, run: MemoryRun, config: Runnabl
                           measure: Callable[[PagefaultState], MainContext]) -> Compaction:
     """``compact_window`` for async runs: the stores' work in a worker thread, the summary awaited."""
     planned = await asyncio.to_thread(_plan_window, state, run, config, measure)
-    summary = (await asummarize(model, run.ctx, state.summary, planned.evicted, run.counter, config)
-               if planned.evicted else state.summary)
+    summary = (await asummarize(model, run.ctx, state.summary, planned.evicted, run.counter, config,
+                                prompt=run.prompts.summary)
+               if planned.evicted else None)
     return await asyncio.to_thread(_apply, state, run, planned, summary, measure)

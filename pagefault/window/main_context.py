@@ -1,8 +1,16 @@
-"""The main context: rendering the system prompt and measuring every segment in tokens."""
+"""The main context: rendering the system prompt and measuring every segment in tokens.
+
+The system prompt is, in order: the app's own prompt (if any), pagefault's instructions
+(``Prompts.instructions`` for the memory tools the request carries), core memory, the learned
+procedures, the running summary, the memory-pressure note when it is due, and last the lines that
+change from request to request (memory statistics, then the date and time), so that a provider's
+prompt cache holds everything before them.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -13,9 +21,14 @@ from pagefault.graph.state import PagefaultState
 from pagefault.models.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
 from pagefault.stores.core import CoreBlock
 from pagefault.stores.procedures import Procedure, render_procedures
-from pagefault.text.prompts import PRESSURE_MARKER, SYSTEM_PROMPT
+from pagefault.text.prompts import PRESSURE_MARKER, Prompts, now_line
+from pagefault.tools.handlers import MEMORY_TOOLS
 
-INSTRUCTIONS = SYSTEM_PROMPT
+INSTRUCTIONS = Prompts().instructions(MEMORY_TOOLS)
+"""pagefault's default instructions for a model that has all six memory tools."""
+DEFAULT_PROMPTS = Prompts()
+#: The memory tools that write memory: the pressure note asks the model to save only when it has one.
+SAVING_TOOLS = frozenset({"archival_memory_insert", "core_memory_append", "core_memory_replace"})
 
 
 @dataclass
@@ -67,14 +80,27 @@ def render_core(blocks: list[CoreBlock]) -> str:
 
 
 def render_stats(state: PagefaultState, archival_count: int) -> str:
-    return (f"Memory: {state.evicted_count} earlier message(s) of this conversation are out of the window "
-            f"(conversation_search finds them); archival memory holds {archival_count} record(s).")
+    """The memory statistics line: messages of this thread evicted from its window, records in archival memory."""
+    return f"Memory: {state.evicted_count} message(s) evicted, {archival_count} archival record(s)."
 
 
-def pressure_warning(used: int, window: int) -> str:
-    return (f"{PRESSURE_MARKER}: the main context is at {100 * used // window}% of its {window}-token budget. "
-            "The oldest messages will soon be summarized and evicted. Save anything important to archival "
-            "or core memory now.")
+def tool_names(tool_schemas: list[dict[str, Any]]) -> list[str]:
+    """The names of the tools in a request (OpenAI tool dicts, or provider-native ones with a ``name``)."""
+    out = []
+    for schema in tool_schemas:
+        function = schema.get("function")
+        name = (function if isinstance(function, dict) else schema).get("name")
+        if isinstance(name, str):
+            out.append(name)
+    return out
+
+
+def pressure_warning(used: int, window: int, can_save: bool = True) -> str:
+    """The one-shot memory-pressure note (``used`` of ``window`` tokens); with ``can_save`` (the model has a
+    tool that writes memory) it asks the model to save what matters now."""
+    note = (f"{PRESSURE_MARKER}: the main context is at {100 * used // window}% of its {window}-token budget. "
+            "The oldest messages will soon be summarized and evicted.")
+    return note + (" Save anything important to archival or core memory now." if can_save else "")
 
 
 def build_main_context(
@@ -88,17 +114,22 @@ def build_main_context(
     warn: bool = False,
     procedures: list[Procedure] | None = None,
     app_prompt: str = "",
+    prompts: Prompts = DEFAULT_PROMPTS,
+    now: datetime | None = None,
 ) -> MainContext:
     """Render the prompt and count it; with ``warn``, append the memory-pressure note. ``procedures``
     (learned rules) are shown after core memory, apart from facts. ``app_prompt``: an app's own system
-    prompt (``create_agent(system_prompt=...)``), which comes first; its tokens count as ``system``."""
-    instructions = INSTRUCTIONS + "\n\n" + render_stats(state, archival_count)
-    if app_prompt.strip():
-        instructions = app_prompt + "\n\n" + instructions
+    prompt (``create_agent(system_prompt=...)``), which comes first; its tokens count as ``system``.
+    ``prompts``: pagefault's instructions (``Prompts.system``, told about the memory tools among
+    ``tool_schemas`` only). ``now``: the request's time for its last line (default: the clock)."""
+    names = tool_names(tool_schemas)
+    head = "\n\n".join(p for p in (app_prompt if app_prompt.strip() else "", prompts.instructions(names)) if p)
+    tail = render_stats(state, archival_count) + "\n" + now_line(now or datetime.now(timezone.utc))
     core = render_core(blocks)
     summary = f"<summary_of_evicted_messages>\n{state.summary}\n</summary_of_evicted_messages>" if state.summary else ""
     tokens = {
-        "system": TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + _count(counter, "system") + _count(counter, instructions),
+        "system": (TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + _count(counter, "system") + (_count(counter, head) if head else 0)
+                   + counter.count_text(tail)),
         "core": _count(counter, core),
         "summary": _count(counter, summary) if summary else 0,
         "messages": counter.count_messages(state.messages),
@@ -106,13 +137,14 @@ def build_main_context(
     }
     rules = render_procedures(procedures or [])
     tokens["procedures"] = counter.count_text(rules) if rules else 0
-    sections = [instructions, core] + ([rules] if rules else []) + ([summary] if summary else [])
+    sections = ([head] if head else []) + [core] + ([rules] if rules else []) + ([summary] if summary else [])
     total = sum(tokens.values())
     if warn:
-        note = pressure_warning(total, ctx.context_window)
+        note = pressure_warning(total, ctx.context_window, bool(SAVING_TOOLS & set(names)))
         sections.append(note)
         tokens["system"] += counter.count_text(note)
         total = sum(tokens.values())
+    sections.append(tail)
     tokens["total"] = total
     tokens["window"] = ctx.context_window
     return MainContext("\n\n".join(sections), tokens)

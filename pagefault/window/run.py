@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
+from pagefault.consolidation.supersede import supersede_judge
 from pagefault.engines.connections import Engines
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
@@ -25,10 +26,12 @@ from pagefault.stores.procedures import ProceduralMemory
 from pagefault.stores.recall import RecallIndex
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
+from pagefault.stores.superseding import SupersedeJudge
+from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MEMORY_TOOLS, MemoryCall
 from pagefault.tools.trust import origins_of
 from pagefault.window.events import emit
-from pagefault.window.main_context import MainContext, build_main_context
+from pagefault.window.main_context import DEFAULT_PROMPTS, MainContext, build_main_context
 
 
 def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
@@ -37,10 +40,12 @@ def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
                       redact_secrets=ctx.redact_secrets)
 
 
-def services(ctx: Context) -> MemoryServices:
-    """The tiers of a run, where its settings say (on a served graph, the server's environment)."""
-    e = Engines.of(ctx)
-    return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url)
+def services(ctx: Context, store: BaseStore | None = None) -> MemoryServices:
+    """The tiers of a run, where its settings say (on a served graph, the server's environment), with the
+    embedding they name. ``store``: the run's store; one ``open_embedded`` opened keeps every tier in its
+    directory (``Engines.of``: a ``ctx.data_dir`` naming another is refused)."""
+    e = Engines.of(ctx, store)
+    return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url, embeddings=e.embeddings)
 
 
 def thread_id(config: RunnableConfig) -> str:
@@ -78,6 +83,13 @@ class MemoryRun:
     procedures: ProceduralMemory
     services: MemoryServices
     counter: TokenCounter
+    #: Which stored facts an archival insert replaces (``stores.superseding``); None: the judge of the model
+    #: ``ctx.model`` names (the patterns for the offline model). A graph with an explicit model sets its own.
+    supersede: SupersedeJudge | None = None
+    #: pagefault's prompts for this run's model (``AgentSetup.prompts``, the middleware's ``prompts``).
+    prompts: Prompts = DEFAULT_PROMPTS
+    #: The memory tools this run's model has; a memory call to another one is refused.
+    memory_tools: frozenset[str] = frozenset(MEMORY_TOOLS)
 
     @classmethod
     def open(cls, ctx: Context, store: BaseStore | None, config: RunnableConfig, counter: TokenCounter) -> "MemoryRun":
@@ -87,7 +99,7 @@ class MemoryRun:
                 "graph with `langgraph dev`, which provides one")
         scope = Scope(ctx.user_id, ctx.agent_id)
         return cls(ctx, scope, thread_id(config), checkpoint_id(config), store, core_memory(store, ctx),
-                   ProceduralMemory(store, scope), services(ctx), counter)
+                   ProceduralMemory(store, scope), services(ctx, store), counter)
 
     def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
                      app_prompt: str = "") -> MainContext:
@@ -95,7 +107,7 @@ class MemoryRun:
         the summary, the window's messages and the tool schemas, each measured in tokens."""
         return build_main_context(state, self.ctx, self.counter, self.core.blocks(),
                                   self.services.archival.count(self.scope), tool_schemas, warn=warn,
-                                  procedures=self.procedures.list(), app_prompt=app_prompt)
+                                  procedures=self.procedures.list(), app_prompt=app_prompt, prompts=self.prompts)
 
     def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
                app_prompt: str = "") -> tuple[MainContext, bool]:
@@ -132,5 +144,6 @@ class MemoryRun:
             core=self.core, archival=self.services.archival, recall=self.services.recall,
             default_top_k=self.ctx.top_k, guard=self.ctx.guard, untrusted_core_edits=self.ctx.untrusted_core_edits,
             redact_secrets=self.ctx.redact_secrets, origins=origins_of(list(messages), frozenset(MEMORY_TOOLS)),
-            window_start=evicted_count,
+            window_start=evicted_count, tools=self.memory_tools,
+            supersede=self.supersede if self.supersede is not None else supersede_judge(self.ctx.model, self.ctx.base_url),
         )

@@ -13,32 +13,41 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from pagefault.consolidation.supersede import supersede_judge
 from pagefault.graph.context import Context
-from pagefault.models.chat import load_chat_model, token_model_name
+from pagefault.models.chat import load_chat_model, load_summary_model, token_model_name
 from pagefault.models.tokens import TokenCounter, token_counter
 from pagefault.serve.settings import ServerSettings, check_client_settings, identity_of
-from pagefault.tools.handlers import MEMORY_TOOL_SCHEMAS
+from pagefault.text.prompts import Prompts
+from pagefault.tools.handlers import MEMORY_TOOLS, MemoryToolChoice, choose_memory_tools, memory_tool_schemas
 from pagefault.window.run import MemoryRun
 
 
 @dataclass
 class AgentSetup:
     """How a graph was built, fixed for all its runs: an explicit model (else the context's), the
-    user's own tools, and for a served graph the server's settings (``served``), which decide what a
-    client's context may set."""
+    user's own tools, the memory tools its model gets (``memory_tools``, a ``MemoryToolChoice``: all six
+    when None), its ``prompts``, and for a served graph the server's settings (``served``), which decide
+    what a client's context may set."""
 
     model: BaseChatModel | None = None
     tools: Sequence[BaseTool] = ()
     served: ServerSettings | None = None
+    memory_tools: MemoryToolChoice = None
+    prompts: Prompts = field(default_factory=Prompts)
+    _memory: list[BaseTool] = field(default_factory=list, init=False)
     _schemas: list[dict[str, Any]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         names = [t.name for t in self.tools]
-        clash = set(names) & {t.name for t in MEMORY_TOOL_SCHEMAS}
+        clash = set(names) & set(MEMORY_TOOLS)
         if clash:
             raise ValueError(f"tool names {sorted(clash)} are reserved for pagefault's memory tools")
         if len(set(names)) != len(names):
             raise ValueError("tool names must be unique")
+        if not isinstance(self.prompts, Prompts):
+            raise ValueError(f"prompts must be a pagefault Prompts, got {self.prompts!r}")
+        self._memory = memory_tool_schemas(choose_memory_tools(self.memory_tools))
         self._schemas = [convert_to_openai_tool(t) for t in self.all_tools]
 
     @property
@@ -46,8 +55,13 @@ class AgentSetup:
         return {t.name for t in self.tools}
 
     @property
+    def memory_tool_names(self) -> frozenset[str]:
+        """The memory tools this graph's model has (a call to another one is refused)."""
+        return frozenset(t.name for t in self._memory)
+
+    @property
     def all_tools(self) -> list[BaseTool]:
-        return [*MEMORY_TOOL_SCHEMAS, *self.tools]
+        return [*self._memory, *self.tools]
 
     @property
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -56,12 +70,22 @@ class AgentSetup:
     def chat_model(self, ctx: Context) -> BaseChatModel:
         return self.model or load_chat_model(ctx.model, ctx.base_url)
 
+    def summary_model(self, ctx: Context) -> BaseChatModel:
+        """The model that writes compaction summaries: ``ctx.summary_model`` when set, else the chat model."""
+        return load_summary_model(ctx.summary_model, ctx.base_url, self.chat_model(ctx))
+
     def counter(self, ctx: Context) -> TokenCounter:
         return token_counter(token_model_name(self.model, ctx.model))
 
     def open_run(self, ctx: Context, store: Any, config: RunnableConfig) -> MemoryRun:
-        """What one step of a run of this graph touches (``MemoryRun``), counted in its model's tokens."""
-        return MemoryRun.open(ctx, store, config, self.counter(ctx))
+        """What one step of a run of this graph touches (``MemoryRun``), counted in its model's tokens, with
+        this graph's prompts and memory tools; its archival inserts are judged by this graph's explicit
+        model, if it has one (else the context's)."""
+        run = MemoryRun.open(ctx, store, config, self.counter(ctx))
+        run.prompts, run.memory_tools = self.prompts, self.memory_tool_names
+        if self.model is not None:
+            run.supersede = supersede_judge(self.model)
+        return run
 
     def context(self, runtime: Runtime[Any]) -> Context:
         """The run's settings, from inside the run (a node): ``run_context`` of its runtime's context."""

@@ -21,7 +21,10 @@ from pagefault.stores import CoreMemory, MemoryServices, Scope
 from pagefault.stores.recall import recall_id
 
 FILLERS = [f"Note {i}: " + " ".join(f"the quiet harbour number {i} had boats painted blue and green"
-                                     for _ in range(6)) + "." for i in range(3)]
+                                     for _ in range(12)) + "." for i in range(3)]
+#: No memory-pressure save before the third turn (it would add messages to the second): the warning comes
+#: with the compaction trigger.
+WARNING = 0.9
 
 
 def _window(root) -> int:
@@ -33,7 +36,7 @@ def _window(root) -> int:
         folder = str(root / f"calibrate-{window}-{turns}")
         with open_embedded(folder) as p:
             graph, config = p.graph(), {"configurable": {"thread_id": "calibrate"}}
-            ctx = Context(user_id="calibrate", data_dir=folder, context_window=window)
+            ctx = Context(user_id="calibrate", data_dir=folder, context_window=window, warning_fraction=WARNING)
             for text in FILLERS[:turns]:
                 values = graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
             return values["compactions"]
@@ -42,8 +45,10 @@ def _window(root) -> int:
         ctx = Context(user_id="calibrate", data_dir=str(root / "calibrate"), context_window=100_000)
         config = {"configurable": {"thread_id": "calibrate"}}
         for text in FILLERS[:2]:
-            two = p.graph().invoke({"messages": [HumanMessage(text)]}, config, context=ctx)["tokens"]["total"]
-    window = int(two / ctx.compaction_trigger) // 25 * 25
+            tokens = p.graph().invoke({"messages": [HumanMessage(text)]}, config, context=ctx)["tokens"]
+    # ...and no smaller than a window whose compaction target is above the fixed part (smaller ones are refused).
+    fixed = sum(tokens[k] for k in ("system", "core", "procedures", "tools"))
+    window = max(int(tokens["total"] / ctx.compaction_trigger), int(fixed / ctx.compaction_target)) // 25 * 25 + 25
     while compactions(window, 2):
         window += 25
     assert compactions(window, 3) == 1, f"no window makes the third filler turn compact (tried {window})"
@@ -56,7 +61,8 @@ def engines(tmp_path_factory):
     window = _window(root)
     with fresh_database("pf_crash") as url, chroma_server(root / "chroma") as chroma:
         env = child_env(PAGEFAULT_DATABASE_URL=url, PAGEFAULT_CHROMA_URL=chroma.url,
-                        PAGEFAULT_DATA_DIR=str(root / "data"), PAGEFAULT_CONTEXT_WINDOW=str(window))
+                        PAGEFAULT_DATA_DIR=str(root / "data"), PAGEFAULT_CONTEXT_WINDOW=str(window),
+                        PAGEFAULT_WARNING_FRACTION=str(WARNING))
         with open_postgres(url) as persistence:
             yield {"url": url, "chroma": chroma.url, "env": env, "persistence": persistence,
                    "data_dir": str(root / "data"), "window": window}
@@ -64,7 +70,7 @@ def engines(tmp_path_factory):
 
 def _ctx(engines, user: str) -> Context:
     return Context(user_id=user, chroma_url=engines["chroma"], database_url=engines["url"],
-                   data_dir=engines["data_dir"], context_window=engines["window"])
+                   data_dir=engines["data_dir"], context_window=engines["window"], warning_fraction=WARNING)
 
 
 def _services(engines) -> MemoryServices:

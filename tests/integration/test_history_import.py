@@ -37,7 +37,7 @@ DIALOG = {"sessions": [
 
 def test_import_goes_through_the_graph_and_is_idempotent(embedded, data_dir):
     g = embedded.graph()
-    ctx = Context(user_id="ana", data_dir=data_dir, context_window=1500)
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=2048)
     first = import_history(g, DIALOG, ctx, progress=False)
     assert first.threads == ["monday", "friday"] and first.imported == 41 and first.skipped == 0
     monday = g.get_state({"configurable": {"thread_id": "monday"}}).values
@@ -84,7 +84,7 @@ def test_import_history_command(tmp_path, capsys):
     path = tmp_path / "dialog.json"
     path.write_text(json.dumps(DIALOG))
     cmd = [sys.executable, "-m", "pagefault.cli.main", "import-history", str(path), "--user", "ana",
-           "--data-dir", str(tmp_path / "pf"), "--window", "1500"]
+           "--data-dir", str(tmp_path / "pf"), "--window", "2048"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout) == {"threads": 2, "imported": 41, "skipped": 0}

@@ -24,6 +24,7 @@ import respx
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
+from support.scripted_openai import structured_reply
 
 from pagefault import Context, OfflineChatModel, PagefaultMiddleware
 from pagefault.cli.main import demo_filler
@@ -78,6 +79,9 @@ REQUEST = {
         "n": {"const": 1},
         "temperature": {"type": "number"},
         "parallel_tool_calls": {"type": "boolean"},
+        "response_format": {"type": "object", "required": ["type", "json_schema"], "properties": {
+            "type": {"const": "json_schema"},
+            "json_schema": {"type": "object", "required": ["name", "schema"]}}},
     },
 }
 
@@ -147,17 +151,23 @@ class Provider:
         except (AssertionError, jsonschema.ValidationError, json.JSONDecodeError) as e:
             self.problems.append(f"request {len(self.requests)}: {e}")
             return httpx.Response(400, json={"error": {"message": str(e)[:500], "type": "invalid_request_error"}})
+        structured = structured_reply(body)  # the supersede judge's call: it replaces nothing
+        if structured is not None:
+            return self._answer({"role": "assistant", **structured}, None)
         reply = OfflineChatModel().invoke(_to_langchain(body["messages"]), tools=body.get("tools") or [])
         message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
         if reply.tool_calls:
             message["tool_calls"] = [{"id": tc["id"], "type": "function",
                                       "function": {"name": tc["name"], "arguments": json.dumps(tc["args"])}}
                                      for tc in reply.tool_calls]
-        usage = reply.usage_metadata or {}
+        return self._answer(message, reply)
+
+    def _answer(self, message: dict[str, Any], reply: AIMessage | None) -> httpx.Response:
+        usage = (reply.usage_metadata if reply is not None else None) or {}
         return httpx.Response(200, json={
             "id": f"chatcmpl-{next(self.ids)}", "object": "chat.completion", "created": 1_700_000_000, "model": MODEL,
             "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+                         "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
             "usage": {"prompt_tokens": usage.get("input_tokens", 0), "completion_tokens": usage.get("output_tokens", 0),
                       "total_tokens": usage.get("total_tokens", 0)},
         })
@@ -185,7 +195,9 @@ def _check_conversation(provider: Provider, state: dict[str, Any]) -> None:
     assert state["compactions"] >= 1 and state["evicted_count"] > 0, "the conversation must have compacted"
     summaries = [r for r in provider.requests if r["messages"][0]["content"].startswith(SUMMARY_INSTRUCTION)]
     assert summaries and all("tools" not in r for r in summaries), "compaction asks the model for a summary"
-    agent_calls = [r for r in provider.requests if r not in summaries]
+    judged = [r for r in provider.requests if "response_format" in r]  # does a new fact replace an old one?
+    assert judged and all("tools" not in r for r in judged), "a real model judges which facts a new one replaces"
+    agent_calls = [r for r in provider.requests if r not in summaries and r not in judged]
     assert all({t["function"]["name"] for t in r["tools"]} >= {"archival_memory_search", "conversation_search",
                                                                   "archival_memory_insert"} for r in agent_calls)
     # After compaction the summary is in the system prompt and the first turn is out of the window.
@@ -217,7 +229,7 @@ def test_middleware_requests_are_valid_chat_completions(provider, embedded, data
     state = agent.get_state(config).values
     _check_conversation(provider, state)
     assert all(r["messages"][0]["content"].startswith(("You are Acme's assistant.", SUMMARY_INSTRUCTION))
-               for r in provider.requests)
+               for r in provider.requests if "response_format" not in r)
 
 
 def test_the_checker_rejects_what_openai_rejects():

@@ -126,7 +126,7 @@ def test_pagefault_never_writes_its_own_keys(data_dir, monkeypatch, caplog):
     events = []
     with open_embedded(data_dir) as p:
         g = p.graph()
-        ctx = Context(user_id="ana", data_dir=data_dir, context_window=1200)
+        ctx = Context(user_id="ana", data_dir=data_dir, context_window=2048)
         cfg = {"configurable": {"thread_id": "t1"}}
         turns = ["My name is Ana and I live in Lisbon.", "I work as a nurse.", "Where do I live?",
                  f"Is this my key: {keys['OPENAI_API_KEY']}", "What is my key?"]
@@ -190,7 +190,7 @@ def _summary_is_redacted(summary: str) -> None:
 def test_a_compaction_summary_never_holds_a_key(embedded, data_dir):
     """Through the graph: the turn with the key is evicted, and the summary that replaces it is redacted."""
     graph = embedded.graph(model=CopyingSummarizer())
-    ctx = Context(user_id="ana", data_dir=data_dir, context_window=3000)
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=2300)
     config = {"configurable": {"thread_id": "sum"}}
     for text in [TOKEN_TURN, *FILLER]:
         graph.invoke({"messages": [HumanMessage(text)]}, config, context=ctx)
@@ -206,7 +206,7 @@ def test_a_middleware_summary_never_holds_a_key(embedded, data_dir):
     from pagefault import PagefaultMiddleware
 
     agent = create_agent(CopyingSummarizer(), tools=[], checkpointer=embedded.checkpointer, store=embedded.store,
-                         middleware=[PagefaultMiddleware(Context(user_id="ana", data_dir=data_dir, context_window=3000))])
+                         middleware=[PagefaultMiddleware(Context(user_id="ana", data_dir=data_dir, context_window=2300))])
     config = {"configurable": {"thread_id": "mw-sum"}}
     for text in [TOKEN_TURN, *FILLER]:
         agent.invoke({"messages": [HumanMessage(text)]}, config)

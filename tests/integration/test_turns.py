@@ -154,7 +154,8 @@ def test_a_create_agent_app_numbers_turns_past_eviction(embedded, data_dir):
 
     from pagefault import OfflineChatModel, PagefaultMiddleware
 
-    ctx = Context(user_id="ana", data_dir=data_dir, context_window=2500)
+    # A window where no compaction falls between the insert and the turn's answer (the check below).
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=2200)
     agent = create_agent(OfflineChatModel(), [], middleware=[PagefaultMiddleware(ctx)],
                          checkpointer=embedded.checkpointer, store=embedded.store)
     config = {"configurable": {"thread_id": "app"}}

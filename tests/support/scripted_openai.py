@@ -76,9 +76,38 @@ def to_langchain(messages: list[dict[str, Any]]) -> list[BaseMessage]:
     return out
 
 
+def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """The smallest value a JSON schema accepts (required fields only, empty lists and strings, zeros)."""
+    defs = defs if defs is not None else schema.get("$defs", {})
+    if "$ref" in schema:
+        return minimal_instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+    if "anyOf" in schema:
+        return minimal_instance(schema["anyOf"][0], defs)
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: minimal_instance(props.get(k, {}), defs) for k in schema.get("required", [])}
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False, "null": None}.get(kind or "", None)
+
+
+def structured_reply(body: dict[str, Any]) -> dict[str, Any] | None:
+    """For a structured-output request (``response_format`` with a JSON schema), an answer that says
+    nothing: the schema's smallest instance, as JSON content. None for any other request."""
+    spec = (body.get("response_format") or {}).get("json_schema")
+    if not spec:
+        return None
+    return {"content": json.dumps(minimal_instance(spec.get("schema") or {}))}
+
+
 def offline_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """The offline model's answer to the request, as an assistant message."""
+    """The offline model's answer to the request, as an assistant message; a structured-output request
+    (a judge's, say) gets the smallest answer its schema accepts (``structured_reply``)."""
     from pagefault import OfflineChatModel
+
+    structured = structured_reply(body)
+    if structured is not None:
+        return structured
 
     reply = OfflineChatModel().invoke(to_langchain(body["messages"]), tools=body.get("tools") or [])
     message: dict[str, Any] = {"content": reply.content or None}
@@ -251,8 +280,11 @@ class ScriptedOpenAI:
     def _embeddings(self, body: dict[str, Any]) -> dict[str, Any]:
         given = body.get("input")
         texts = [given] if isinstance(given, str) else list(given or [])
-        if texts and not isinstance(texts[0], str):
-            raise ScriptedError(400, "the scripted server embeds text, not token ids")
+        if texts and not isinstance(texts[0], str):  # token ids, as OpenAIEmbeddings sends unless told not to
+            import tiktoken
+
+            encoding = tiktoken.get_encoding("cl100k_base")  # text-embedding-3's
+            texts = [encoding.decode(list(t)) for t in texts]
         vectors = self.embed(texts)
         return {"object": "list", "model": body.get("model", EMBEDDING_MODEL),
                 "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],

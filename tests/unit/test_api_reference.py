@@ -250,7 +250,8 @@ def test_the_settings_keywords_are_typed_as_the_context_fields():
     for func in (PagefaultMiddleware.__init__, memory_tools):
         assert typing.get_type_hints(func)["settings"] == typing.Unpack[ContextSettings]
         shown = inspect.signature(func).parameters.values()
-        keywords = {p.name: p for p in shown if p.kind is p.KEYWORD_ONLY and p.name != "store"}
+        own = ("store", "tools", "prompts")  # their own keywords, before the Context fields
+        keywords = {p.name: p for p in shown if p.kind is p.KEYWORD_ONLY and p.name not in own}
         assert list(keywords) == list(fields)
         assert all(p.default is None and p.annotation == fields[name] | None for name, p in keywords.items())
     assert list(inspect.signature(PagefaultMiddleware).parameters)[:2] == ["context", "store"]

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence, Unpack
 
 import numpy as np
 
-from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.embedding_choice import ArrayEmbedding
 from pagefault.stores.index.lexical_sqlite import LexicalDoc
 from pagefault.stores.index.protocols import Include, LexicalBackend, Metadata, SearchFilters, VectorCollection
 from pagefault.stores.validity import ValidityFilter
@@ -137,7 +137,7 @@ def lexical_doc(id_: str, text: str, meta: Mapping[str, Any]) -> LexicalDoc:
 class HybridIndex:
     """A Chroma collection plus its BM25 shadow; Chroma is written first and is authoritative."""
 
-    def __init__(self, collection: VectorCollection, lexical: LexicalBackend, embeddings: OfflineEmbeddings, *,
+    def __init__(self, collection: VectorCollection, lexical: LexicalBackend, embeddings: ArrayEmbedding, *,
                  shadow_is_complete: bool = True) -> None:
         self.collection = collection
         self.lexical = lexical

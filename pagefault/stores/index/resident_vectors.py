@@ -25,6 +25,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from pagefault.stores.index.embedding_record import LEGACY, EmbeddingRecord, legacy_name, of_kind
+
 #: Rows the matrix grows by when full (it doubles beyond this).
 _GROW = 4_096
 #: Vector changes kept in the log for other processes to catch up from, and writes between prunings.
@@ -80,27 +82,39 @@ def _sql_value(v: Any) -> Any:
     raise ValueError(f"where values must be str, int, float or bool, got {type(v).__name__}")
 
 
+def _connect(path: str) -> sqlite3.Connection:
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    db.execute("PRAGMA journal_mode=WAL")
+    # As the BM25 file beside it: durable across a crash of the process; after a power loss the last
+    # writes may be missing, and ``RecallIndex.rebuild`` re-derives them from the checkpoints.
+    db.execute("PRAGMA synchronous=NORMAL")
+    _schema(db)
+    return db
+
+
+def _schema(db: sqlite3.Connection) -> None:
+    """The file's tables: the records, notes of what was done per collection, the log of vector changes
+    (so a process sees what another one wrote to the same file) and each collection's embedding record."""
+    db.execute("CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, "
+               "document TEXT, metadata TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (kind, id))")
+    db.execute("CREATE TABLE IF NOT EXISTS notes (kind TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (kind, key))")
+    db.execute("CREATE TABLE IF NOT EXISTS records_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+               "kind TEXT NOT NULL, id TEXT NOT NULL, added INTEGER NOT NULL)")
+    for event, row, added in (("INSERT", "new", 1), ("UPDATE OF embedding", "new", 1), ("DELETE", "old", 0)):
+        name = "records_log_" + event.split()[0].lower()
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON records BEGIN INSERT INTO "
+                   f"records_log(kind, id, added) VALUES ({row}.kind, {row}.id, {added}); END")
+    db.execute("CREATE TABLE IF NOT EXISTS embedding_records (kind TEXT PRIMARY KEY, model TEXT NOT NULL, "
+               "dimensions INTEGER NOT NULL, generation INTEGER NOT NULL, complete INTEGER NOT NULL)")
+
+
 class ResidentCollection:
     """One named collection: rows in SQLite (``kind`` column), unit vectors in a resident matrix."""
 
     def __init__(self, path: str, name: str) -> None:
         self.name = name
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # As the BM25 file beside it: durable across a crash of the process; after a power loss the last
-        # writes may be missing, and ``RecallIndex.rebuild`` re-derives them from the checkpoints.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS records (kind TEXT NOT NULL, id TEXT NOT NULL, "
-                         "document TEXT, metadata TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (kind, id))")
-        self._db.execute("CREATE TABLE IF NOT EXISTS notes (kind TEXT NOT NULL, key TEXT NOT NULL, PRIMARY KEY (kind, key))")
-        # Vector changes in order, so a process sees what another one wrote to the same file.
-        self._db.execute("CREATE TABLE IF NOT EXISTS records_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
-                         "kind TEXT NOT NULL, id TEXT NOT NULL, added INTEGER NOT NULL)")
-        for event, row, added in (("INSERT", "new", 1), ("UPDATE OF embedding", "new", 1), ("DELETE", "old", 0)):
-            name = "records_log_" + event.split()[0].lower()
-            self._db.execute(f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON records BEGIN INSERT INTO "
-                             f"records_log(kind, id, added) VALUES ({row}.kind, {row}.id, {added}); END")
+        self._db = _connect(path)
         self._rows: dict[str, int] = {}
         self._ids: list[str] = []
         self._matrix = np.zeros((0, 0), dtype=np.float32)
@@ -363,3 +377,58 @@ class ResidentCollection:
             if key not in include:
                 out[key] = None
         return out
+
+
+class ResidentCatalog:
+    """The collections of one resident file and their embedding records (``embedding_record``).
+
+    ``elsewhere``: names of old collections whose records are still in Chroma and will be copied into
+    this file when opened (an embedded directory from before recall left Chroma): they count as the
+    offline model's until the copy is noted done."""
+
+    def __init__(self, path: str, *, elsewhere: frozenset[str] = frozenset()) -> None:
+        self.path = path
+        self.elsewhere = elsewhere
+        self._db = _connect(path)
+
+    @property
+    def where(self) -> str:
+        """The file."""
+        return self.path
+
+    def records(self, kind: str) -> dict[str, EmbeddingRecord]:
+        """Every collection of ``kind`` in the file; the old one without a record, if it holds records
+        (here, or in Chroma not yet copied), as ``LEGACY``."""
+        out = {name: EmbeddingRecord(model, dims, gen, bool(done))
+               for name, model, dims, gen, done in self._db.execute(
+                   "SELECT kind, model, dimensions, generation, complete FROM embedding_records")
+               if of_kind(name, kind)}
+        old = legacy_name(kind)
+        if old not in out and (self.count(old) or (old in self.elsewhere and self._db.execute(
+                "SELECT 1 FROM notes WHERE kind = ? AND key = 'copied from chroma'", (old,)).fetchone() is None)):
+            out[old] = LEGACY
+        return out
+
+    def write_record(self, name: str, record: EmbeddingRecord) -> None:
+        """Set the record of collection ``name`` (a collection here is its rows: none are made)."""
+        self._db.execute("INSERT OR REPLACE INTO embedding_records VALUES (?, ?, ?, ?, ?)",
+                         (name, record.model, record.dimensions, record.generation, int(record.complete)))
+
+    def count(self, name: str) -> int:
+        """Records of collection ``name`` in the file."""
+        return int(self._db.execute("SELECT count(*) FROM records WHERE kind = ?", (name,)).fetchone()[0])
+
+    def drop(self, name: str) -> None:
+        """Delete collection ``name``'s records and its record, in one transaction (its notes stay)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("DELETE FROM records WHERE kind = ?", (name,))
+            self._db.execute("DELETE FROM embedding_records WHERE kind = ?", (name,))
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        """Close the file's connection."""
+        self._db.close()

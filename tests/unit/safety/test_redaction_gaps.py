@@ -67,7 +67,7 @@ def test_a_value_a_key_pattern_already_replaced_is_not_marked_twice():
 def _summary(redact_secrets: bool) -> str:
     ctx = Context(user_id="ana", context_window=8192, redact_secrets=redact_secrets)
     evicted = [HumanMessage("My deploy password: Tulip-House! and my name is Ana."), AIMessage("Noted, Ana.")]
-    return summarize(OfflineChatModel(), ctx, "", evicted, TokenCounter())
+    return summarize(OfflineChatModel(), ctx, "", evicted, TokenCounter()).text
 
 
 def test_the_compaction_summary_is_redacted_unless_redaction_is_off():

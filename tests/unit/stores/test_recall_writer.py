@@ -94,7 +94,7 @@ def test_a_forked_thread_is_indexed_again(data_dir):
 
 def test_the_graph_leaves_no_turn_unfindable(embedded, data_dir, say):
     """Through the graph with a small window: every turn the compactions evicted is in recall."""
-    ctx = Context(user_id="ana", data_dir=data_dir, context_window=1_536, model="offline")
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=2_048, model="offline")
     graph = embedded.graph()
     for i in range(30):
         say(graph, ctx, "w", f"Note {i}: the blue kayak number {i} is stored in shed {i}.")

@@ -28,6 +28,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from pagefault import Context, PagefaultState, open_embedded
+from pagefault.consolidation.supersede import INSTRUCTIONS as SUPERSEDE_INSTRUCTIONS
 from pagefault.tools.handlers import MEMORY_TOOLS
 from pagefault.window.compaction import eviction_units, plan_eviction, protected_from
 from pagefault.window.main_context import build_main_context
@@ -251,6 +252,9 @@ class ScriptedChatModel(BaseChatModel):
             self.summary_requests.append(list(messages))
             self.log.append(("summary", self.turn))
             reply = AIMessage(content=f"Summary {len(self.summary_requests)}: the user and I talked about cats.")
+        elif messages and isinstance(messages[0], SystemMessage) and messages[0].content == SUPERSEDE_INSTRUCTIONS:
+            # An archival insert asks which stored facts it replaces (consolidation.supersede): none.
+            reply = AIMessage("", tool_calls=[{"name": "Replaced", "args": {"replaces": [], "restates": []}, "id": "j"}])
         else:
             self.requests.append((self.turn, list(messages)))
             self.log.append(("reason", self.turn))
@@ -294,7 +298,9 @@ steps_st = st.builds(Step, calls=st.lists(calls_st, min_size=1, max_size=3).map(
                      content=st.sampled_from([0, 0, 5, 40, 200]))
 turns_st = st.builds(Turn, user=st.integers(1, 150), steps=st.lists(steps_st, max_size=2).map(tuple),
                      answer=st.integers(1, 120))
-plans_st = st.builds(Plan, window=st.sampled_from([1500, 2000, 2500]),
+# Windows whose compaction target (half) is above the fixed part of these requests (about 1,150 tokens with
+# the lookup tool): a smaller one is refused (window.fixed_part).
+plans_st = st.builds(Plan, window=st.sampled_from([2500, 3000, 3500]),
                      turns=st.lists(turns_st, min_size=1, max_size=4).map(tuple))
 
 def fixed_overhead() -> int:

@@ -1,0 +1,210 @@
+"""Which embedding a process gives archival and recall: ``EmbeddingModel``.
+
+Three ways to choose it, the same everywhere a choice is taken (``Context.embeddings``,
+``PAGEFAULT_EMBEDDINGS``, ``open_embedded(..., embeddings=...)``, ``MemoryServices.open``,
+``pagefault reindex --embeddings``):
+
+- ``"offline"`` (the default): the built-in all-MiniLM-L6-v2 (``models.embeddings``), 384 dimensions,
+  nothing downloaded;
+- a LangChain ``init_embeddings`` id, ``"provider:model"`` (``"openai:text-embedding-3-small"``,
+  ``"ollama:nomic-embed-text"``): the id is the name its collections record;
+- any LangChain ``Embeddings`` instance, wrapped with the name its collections record:
+  ``EmbeddingModel("e5-small-v2", my_embeddings)``. The name is what tells two models apart (two
+  instances of one class can be different models), so an instance always comes with one.
+
+Each collection records the name and dimensions of the model that made its vectors
+(``pagefault.stores.index.embedding_record``). Queries and documents are embedded the same way
+(``embed_documents``), as symmetric models such as OpenAI's and MiniLM expect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from typing import Protocol, Sequence, Union
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from pagefault.models.embeddings import DIMENSION as OFFLINE_DIMENSIONS
+from pagefault.models.embeddings import OfflineEmbeddings
+
+#: The built-in embedding's name, the default choice, and what a collection without a record holds.
+OFFLINE = "offline"
+#: The environment variable that chooses the process's embedding when nothing else does.
+ENV = "PAGEFAULT_EMBEDDINGS"
+#: Vectors of recently embedded texts kept per model (by hash), as the offline model keeps its own:
+#: a query searched in archival and then recall, or a batch embedded ahead of its inserts, is embedded once.
+CACHE_SIZE = 4096
+#: Longest model name a collection records.
+MAX_NAME = 200
+#: The text embedded once to learn how many dimensions a model's vectors have, when it is not given.
+PROBE_TEXT = "dimensions"
+
+
+class ArrayEmbedding(Protocol):
+    """What the search indexes need of an embedding: vectors of texts as one float32 array, a row each
+    (``EmbeddingModel`` and ``OfflineEmbeddings`` both give them)."""
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """One vector per text of ``texts``, as rows of a float32 array."""
+        ...
+
+
+class EmbeddingsError(ValueError):
+    """An embedding that cannot be used: an unknown id, a provider whose package is missing, a model that
+    returned vectors of the wrong shape. The message names the choice."""
+
+
+class EmbeddingModel(Embeddings):
+    """A LangChain ``embeddings`` (any ``Embeddings`` instance) with the ``name`` its collections record
+    (see the module docstring).
+
+    ``dimensions``: the length of its vectors, if known; otherwise it is learned by embedding one short
+    text the first time it is needed. ``embed_array`` gives unit-length float32 vectors, one row per text.
+    """
+
+    def __init__(self, name: str, embeddings: Embeddings, *, dimensions: int | None = None) -> None:
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME or \
+                any(ord(c) < 32 or c == "\x7f" for c in name):
+            raise EmbeddingsError(f"an embedding's name must be 1 to {MAX_NAME} printable characters, got {name!r}")
+        if not isinstance(embeddings, Embeddings):
+            raise EmbeddingsError(f"embedding {name!r}: expected a LangChain Embeddings, got {type(embeddings).__name__}")
+        if dimensions is not None and (type(dimensions) is not int or dimensions < 1):
+            raise EmbeddingsError(f"embedding {name!r}: dimensions must be a positive integer, got {dimensions!r}")
+        self.name = name.strip()
+        self.embeddings = embeddings
+        self._dimensions = dimensions
+        # The offline model has its own cache and background session: its arrays are used as they come.
+        self._offline = embeddings if isinstance(embeddings, OfflineEmbeddings) else None
+        self._cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def offline(cls) -> "EmbeddingModel":
+        """The built-in all-MiniLM-L6-v2 (384 dimensions), named ``"offline"``."""
+        return cls(OFFLINE, OfflineEmbeddings(), dimensions=OFFLINE_DIMENSIONS)
+
+    @property
+    def known_dimensions(self) -> int | None:
+        """The length of this model's vectors if known without embedding anything, else None."""
+        return self._dimensions
+
+    @property
+    def dimensions(self) -> int:
+        """The length of this model's vectors (embedding one short text to learn it, the first time)."""
+        if self._dimensions is None:
+            self._embed([PROBE_TEXT])
+        assert self._dimensions is not None  # set by the first embedding
+        return self._dimensions
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``, one float32 row each (shape ``(len(texts), dimensions)``)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        if self._offline is not None:
+            return self._offline.embed_array(texts)
+        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for k in keys:
+                v = self._cache.get(k)
+                if v is not None:
+                    self._cache.move_to_end(k)
+                    found[k] = v
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        if missing:
+            text_of = dict(zip(keys, texts))
+            fresh = self._embed([text_of[k] for k in missing])
+            with self._lock:
+                for k, v in zip(missing, fresh):
+                    self._cache[k] = found[k] = v
+                    self._cache.move_to_end(k)
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return np.vstack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        """The model's vectors of ``texts``, checked for shape and scaled to unit length."""
+        try:
+            raw = self.embeddings.embed_documents([t or " " for t in texts])
+        except Exception as e:
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise EmbeddingsError(f"embedding {self.name!r} failed: {detail}") from e
+        arr = np.asarray(raw, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape[0] != len(texts) or arr.shape[1] == 0:
+            raise EmbeddingsError(f"embedding {self.name!r} returned vectors of shape {arr.shape} for {len(texts)} texts")
+        if not np.isfinite(arr).all():
+            raise EmbeddingsError(f"embedding {self.name!r} returned vectors that are not finite numbers")
+        if self._dimensions is None:
+            self._dimensions = int(arr.shape[1])
+        elif arr.shape[1] != self._dimensions:
+            raise EmbeddingsError(f"embedding {self.name!r} returned {arr.shape[1]}-dimension vectors; "
+                                  f"it made {self._dimensions}-dimension ones before")
+        norms = np.linalg.norm(arr, axis=1, keepdims=True)
+        return arr / np.clip(norms, 1e-12, None)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """LangChain's ``Embeddings``: the vector of each of ``texts`` (unit length)."""
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """LangChain's ``Embeddings``: the vector of one query ``text``, embedded as documents are."""
+        return self.embed_array([text])[0].tolist()
+
+    def describe(self) -> str:
+        """``'name' (N dimensions)`` when the dimensions are known, else ``'name'``, for messages."""
+        return f"{self.name!r}" + (f" ({self._dimensions} dimensions)" if self._dimensions is not None else "")
+
+    def __repr__(self) -> str:
+        return f"EmbeddingModel({self.name!r}, {type(self.embeddings).__name__})"
+
+
+EmbeddingChoice = Union[str, EmbeddingModel]
+"""What a process may choose its embedding with: ``"offline"``, an ``init_embeddings`` id, or an
+``EmbeddingModel`` (an instance with its name)."""
+
+
+def choice_name(choice: EmbeddingChoice | None) -> str:
+    """The name ``choice`` records, without building the model (None: ``PAGEFAULT_EMBEDDINGS``, else offline)."""
+    if choice is None:
+        choice = os.environ.get(ENV, "").strip() or OFFLINE
+    if isinstance(choice, EmbeddingModel):
+        return choice.name
+    if isinstance(choice, str):
+        return choice.strip()
+    raise EmbeddingsError(_not_a_choice(choice))
+
+
+def _not_a_choice(choice: object) -> str:
+    what = "a LangChain Embeddings" if isinstance(choice, Embeddings) else type(choice).__name__
+    return (f"embeddings must be 'offline', an init_embeddings id such as 'openai:text-embedding-3-small', or "
+            f"EmbeddingModel(name, embeddings); got {what} (an instance needs the name its collections record: "
+            "EmbeddingModel('my-model', embeddings))")
+
+
+def embedding_model(choice: EmbeddingChoice | None = None) -> EmbeddingModel:
+    """The model ``choice`` names (see the module docstring; None: ``PAGEFAULT_EMBEDDINGS``, else
+    offline). ``EmbeddingsError`` names the choice when it cannot be used."""
+    if isinstance(choice, EmbeddingModel):
+        return choice
+    name = choice_name(choice)
+    if name == OFFLINE:
+        return EmbeddingModel.offline()
+    where = f" ({ENV})" if choice is None else ""
+    if ":" not in name or not name.split(":", 1)[0].strip() or not name.split(":", 1)[1].strip():
+        raise EmbeddingsError(f"embeddings {name!r}{where}: expected 'offline' or a LangChain init_embeddings id "
+                              "'provider:model', such as 'openai:text-embedding-3-small'")
+    from langchain.embeddings import init_embeddings
+
+    try:
+        made = init_embeddings(name)
+    except Exception as e:  # an unknown provider, its package missing, or its client refusing its settings
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        providers = [line[2:].split(":", 1)[0] for line in lines[1:] if line.startswith("- ")]
+        detail = (lines[0] if lines else type(e).__name__) + (f" (known: {', '.join(providers)})" if providers else "")
+        raise EmbeddingsError(f"embeddings {name!r}{where}: {detail}") from e
+    return EmbeddingModel(name, made)
