@@ -150,7 +150,24 @@ def _batches(lengths: Sequence[int]) -> list[list[int]]:
     return groups
 
 
-class OfflineEmbeddings(Embeddings):
+class UnitVectorSpaces:
+    """The distance part of Chroma's embedding-function protocol, for a function of unit vectors: cosine by
+    default, and all three of Chroma's distances make sense."""
+
+    def default_space(self) -> str:
+        """Chroma's protocol: collections compare these vectors by cosine distance unless told otherwise."""
+        return "cosine"
+
+    def supported_spaces(self) -> list[str]:
+        """Chroma's protocol: the distances that make sense for these vectors (unit length, so all three)."""
+        return ["cosine", "l2", "ip"]
+
+    def is_legacy(self) -> bool:
+        """Chroma's protocol: False, this function follows the current (configurable) protocol."""
+        return False
+
+
+class OfflineEmbeddings(UnitVectorSpaces, Embeddings):
     """all-MiniLM-L6-v2 sentence embeddings, computed locally (384 dims, unit length).
 
     Usable anywhere LangChain takes ``Embeddings`` and as a Chroma ``embedding_function``.
@@ -193,15 +210,3 @@ class OfflineEmbeddings(Embeddings):
     def build_from_config(config: dict[str, Any]) -> "OfflineEmbeddings":
         """Chroma's protocol: the function from a collection's stored ``config`` (it has no settings)."""
         return OfflineEmbeddings()
-
-    def default_space(self) -> str:
-        """Chroma's protocol: collections compare these vectors by cosine distance unless told otherwise."""
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:
-        """Chroma's protocol: the distances that make sense for these vectors (unit length, so all three)."""
-        return ["cosine", "l2", "ip"]
-
-    def is_legacy(self) -> bool:
-        """Chroma's protocol: False, this function follows the current (configurable) protocol."""
-        return False

@@ -30,6 +30,7 @@ import httpx
 
 from pagefault.engines import connections as backends
 from pagefault.models.embedding_choice import OFFLINE, OFFLINE_DIMENSIONS, EmbeddingModel
+from pagefault.models.embeddings import UnitVectorSpaces
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -186,7 +187,7 @@ def opened(place: RecordedCollections, opened: Opening) -> str:
     return opened.name
 
 
-class ChromaFunction:
+class ChromaFunction(UnitVectorSpaces):
     """Chroma's embedding-function protocol for a model other than the offline one (whose
     ``OfflineEmbeddings`` Chroma is given itself): it names the ``model`` in the collection's
     configuration. Chroma never embeds with it: pagefault hands over every vector."""
@@ -210,18 +211,6 @@ class ChromaFunction:
     def build_from_config(config: dict[str, Any]) -> "ChromaFunction":
         """Chroma's protocol: the function from a collection's stored ``config``."""
         return ChromaFunction(str(config.get("model", "")))
-
-    def default_space(self) -> str:
-        """Chroma's protocol: cosine distance (pagefault's vectors are unit length)."""
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:
-        """Chroma's protocol: the distances that make sense for unit vectors."""
-        return ["cosine", "l2", "ip"]
-
-    def is_legacy(self) -> bool:
-        """Chroma's protocol: False, this follows the current (configurable) protocol."""
-        return False
 
 
 def chroma_function(model: EmbeddingModel) -> Any:
