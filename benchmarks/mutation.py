@@ -17,8 +17,9 @@ pass, and is equivalent when it survived and is on the reviewed list of ``mutati
 (with the reason it changes no behaviour). Not part of the default test command: a full run takes
 about two hours on two cores.
 
-Each outcome is appended to the per-mutant log (``benchmarks/.cache/mutation.jsonl``) as it comes, with a
-digest of the mutated file and of the area's test files. ``--resume`` keeps the logged outcomes whose digests
+Each outcome is appended to the per-mutant log (``benchmarks/mutation_log.jsonl``, kept in the repository
+beside RESULTS.md, so a run spread over several sittings adds up) as it comes, with a digest of the mutated
+file and of the area's test files. ``--resume`` keeps the logged outcomes whose digests
 still match the tree and runs only the rest, so a run cut short goes on where it stopped; the table then
 counts both, and says so.
 """
@@ -50,7 +51,7 @@ from results_md import write_section  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 SECTION = "mutation"
-LOG = ROOT / "benchmarks" / ".cache" / "mutation.jsonl"
+LOG = ROOT / "benchmarks" / "mutation_log.jsonl"
 COMMAND = "python benchmarks/mutation.py"
 #: Kept out of the scratch copy: environments, caches, state a run leaves behind.
 IGNORED = (".git", ".venv", "__pycache__", ".pytest_cache", ".hypothesis", ".pagefault", ".langgraph_api",

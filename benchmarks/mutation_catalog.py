@@ -105,7 +105,7 @@ AREAS: tuple[Area, ...] = (
     }, SCOPE_TESTS),
     Area("redaction", "redaction", {
         "pagefault/safety/redaction.py": ("environment_secrets", "redact", "marker"),
-        "pagefault/window/compaction.py": ("_summary_text",),
+        "pagefault/window/compaction.py": ("_summary", "_fallback"),
         "pagefault/stores/recall.py": ("recall_text",),
     }, REDACTION_TESTS),
     Area("guard", "the guard on write and on retrieval", {
