@@ -570,7 +570,8 @@ class ArchivalStore:
     def count(self, scope: Scope) -> int:
         """Records of ``scope``, journalled ones included (every prompt shows it: it does not wait)."""
         pending = self.journal.pending_in(scope) if self.journal is not None else []
-        n = self._index.count(scope.key)
-        if pending:  # those the writer has not yet put in the BM25 shadow, which counts
-            n += len(pending) - len(self._index.lexical.texts(pending))
-        return n
+        if not pending:
+            return self._index.count(scope.key)
+        # Those the writer has not yet put in the BM25 shadow, which counts, read at one moment with it: the
+        # writer storing one between two reads would have it counted never (or twice).
+        return self._index.lexical.count_with(scope.key, pending)

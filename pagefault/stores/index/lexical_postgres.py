@@ -195,6 +195,15 @@ class PostgresLexicalIndex:
             return int(conn.execute(f"SELECT count(*) AS n FROM {self.table} WHERE scope = %s",
                                     (scope,)).fetchone()["n"])
 
+    def count_with(self, scope: str, ids: Sequence[str]) -> int:
+        """``count(scope)`` plus the ``ids`` not stored yet, in one statement (one snapshot)."""
+        wanted = sorted(set(ids))
+        with postgres_connection(self.url) as conn:
+            return int(conn.execute(
+                f"SELECT (SELECT count(*) FROM {self.table} WHERE scope = %s) + %s"
+                f" - (SELECT count(*) FROM {self.table} WHERE id = ANY(%s)) AS n",
+                (scope, len(wanted), wanted)).fetchone()["n"])
+
     def close(self) -> None:
         """Nothing to close: connections belong to the process's pool (``backends.postgres_pool``)."""
 

@@ -374,6 +374,14 @@ class LexicalIndex:
             row = self._db.execute(f"SELECT n FROM {self.kind}_counts WHERE scope=?", (scope,)).fetchone()
             return row[0] if row else 0
 
+    def count_with(self, scope: str, ids: Sequence[str]) -> int:
+        """``count(scope)`` plus the ``ids`` not stored yet, under one hold of the lock every write takes."""
+        with self._lock:
+            row = self._db.execute(f"SELECT n FROM {self.kind}_counts WHERE scope=?", (scope,)).fetchone()
+            stored = len(self._db.execute(f"SELECT id FROM {self.kind}_docs WHERE id IN ({','.join('?' * len(ids))})",
+                                          list(ids)).fetchall()) if ids else 0
+            return (row[0] if row else 0) + len(set(ids)) - stored
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

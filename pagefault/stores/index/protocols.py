@@ -133,6 +133,11 @@ class LexicalBackend(Protocol):
 
     def count(self, scope: str) -> int: ...
 
+    def count_with(self, scope: str, ids: Sequence[str]) -> int:
+        """``count(scope)`` plus how many of ``ids`` are not stored yet, read at one moment: a writer
+        storing one of them between two separate reads would otherwise have it counted never or twice."""
+        ...
+
     def close(self) -> None: ...
 
 
