@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel, Field
 
 from pagefault.models.chat import load_chat_model
@@ -126,7 +127,7 @@ class ModelSupersedeJudge:
         when the call fails, times out or answers something other than ``Replaced``."""
         if not candidates:
             return Judgement()
-        config: RunnableConfig = {"tags": ["nostream", "pagefault:supersede"], "run_name": "pagefault_supersede"}
+        config: RunnableConfig = {"tags": [TAG_NOSTREAM, "pagefault:supersede"], "run_name": "pagefault_supersede"}
         messages = judge_messages(text, candidates)
         answer = _with_deadline(lambda: self._runnable().invoke(messages, config), self.timeout)
         if not isinstance(answer, Replaced):
@@ -142,5 +143,13 @@ def supersede_judge(model: BaseChatModel | str, base_url: str = "") -> Supersede
         return PATTERNS
     if isinstance(model, BaseChatModel):
         return ModelSupersedeJudge(model)
-    name = model
-    return ModelSupersedeJudge(lambda: load_chat_model(name, base_url))
+    with _judges_lock:  # one judge per model id: each memory call asks for it, its structured model is made once
+        judge = _judges.get((model, base_url))
+        if judge is None:
+            name = model
+            judge = _judges[(model, base_url)] = ModelSupersedeJudge(lambda: load_chat_model(name, base_url))
+        return judge
+
+
+_judges: dict[tuple[str, str], ModelSupersedeJudge] = {}
+_judges_lock = threading.Lock()
