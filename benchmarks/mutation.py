@@ -19,9 +19,11 @@ about two hours on two cores.
 
 Each outcome is appended to the per-mutant log (``benchmarks/mutation_log.jsonl``, kept in the repository
 beside RESULTS.md, so a run spread over several sittings adds up) as it comes, with a digest of the mutated
-file and of the area's test files. ``--resume`` keeps the logged outcomes whose digests
-still match the tree and runs only the rest, so a run cut short goes on where it stopped; the table then
-counts both, and says so.
+file and of the area's test files. ``--resume`` keeps the logged outcomes that still hold for the tree and
+runs only the rest, so a run cut short goes on where it stopped; the table then counts both, and says so. An
+outcome holds while the mutated file and the area's test files are unchanged; a kill also holds while the
+mutated file and the one test file that failed are unchanged, so adding a test for a survivor re-runs the
+area's survivors, not its kills.
 """
 
 from __future__ import annotations
@@ -80,36 +82,80 @@ def digest(root: Path, mutant: Mutant) -> str:
     return h.hexdigest()[:16]
 
 
-def log_outcome(outcome: Outcome, key: str) -> None:
-    """Append ``outcome`` (its mutant's ``digest`` as ``key``) to the per-mutant log."""
+def file_digest(root: Path, path: str) -> str:
+    """One file's share of an outcome's key: the mutated file, or the test file whose failure killed it."""
+    return hashlib.sha256((root / path).read_bytes()).hexdigest()[:16]
+
+
+def killer(mutant: Mutant, detail: str) -> str | None:
+    """The test file whose failure (or collection error) killed ``mutant``, read off the outcome's first failure
+    line; None when the line names none of the mutant's test files (a crash, say)."""
+    for prefix in ("FAILED ", "ERROR "):
+        if detail.startswith(prefix):
+            path = detail[len(prefix):].split("::")[0].split(" ")[0]
+            if path in {t.split("::")[0] for t in mutant.tests}:
+                return path
+    return None
+
+
+def still_holds(root: Path, mutant: Mutant, entry: dict) -> bool:
+    """Whether a logged outcome holds for the tree at ``root``.
+
+    Any outcome holds while the mutated file and every one of the area's test files are unchanged. A kill
+    also holds, whatever else changed in the tests, while the mutated file and the test file that failed are
+    unchanged: tests added beside it can only kill more, never revive a mutant. A survivor needs the whole
+    test set unchanged, since a new test may be what kills it."""
+    if entry.get("digest") == digest(root, mutant):
+        return True
+    if entry.get("status") != "killed" or entry.get("source") != file_digest(root, mutant.file):
+        return False
+    path = entry.get("killer")
+    return bool(path) and path == killer(mutant, entry.get("detail", "")) and \
+        entry.get("killer_digest") == file_digest(root, path)
+
+
+def log_outcome(root: Path, outcome: Outcome) -> None:
+    """Append ``outcome`` to the per-mutant log, with the digests that say when it still holds (``still_holds``)."""
     m = outcome.mutant
+    entry = {"id": m.id, "digest": digest(root, m), "source": file_digest(root, m.file), "area": m.area,
+             "origin": m.origin, "file": m.file, "line": m.line, "function": m.function,
+             "description": m.description, "status": outcome.status, "seconds": round(outcome.seconds, 1),
+             "detail": outcome.detail}
+    path = killer(m, outcome.detail) if outcome.status == "killed" else None
+    if path:
+        entry |= {"killer": path, "killer_digest": file_digest(root, path)}
     LOG.parent.mkdir(parents=True, exist_ok=True)
     with LOG.open("a", encoding="utf-8") as f:
-        f.write(json.dumps({"id": m.id, "digest": key, "area": m.area, "origin": m.origin, "file": m.file,
-                            "line": m.line, "function": m.function, "description": m.description,
-                            "status": outcome.status, "seconds": round(outcome.seconds, 1),
-                            "detail": outcome.detail}) + "\n")
+        f.write(json.dumps(entry) + "\n")
 
 
 def logged_outcomes(root: Path, mutants: list[Mutant]) -> dict[str, Outcome]:
-    """The outcomes in the log that still hold for the tree at ``root``: same mutant id and same digest (the last
-    entry of a mutant wins; an equivalent's status follows today's reviewed list)."""
+    """The outcomes in the log that still hold for the tree at ``root`` (``still_holds``; the last entry of a
+    mutant wins; an equivalent's status follows today's reviewed list). A kept entry written before the log
+    carried the per-file digests is written again with them, so a later change to other test files keeps it."""
     if not LOG.exists():
         return {}
     by_id = {m.id: m for m in mutants}
     found: dict[str, Outcome] = {}
+    upgrade: dict[str, Outcome] = {}
     for line in LOG.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut by a kill
         m = by_id.get(entry.get("id"))
-        if m is None or entry.get("digest") != digest(root, m):
+        if m is None or not still_holds(root, m, entry):
             continue
         status = entry["status"]
         if status in ("survived", "equivalent"):
             status = "equivalent" if m.id in EQUIVALENT else "survived"
         found[m.id] = Outcome(m, status, float(entry["seconds"]), entry.get("detail", ""))
+        if "source" in entry:
+            upgrade.pop(m.id, None)
+        else:
+            upgrade[m.id] = found[m.id]
+    for outcome in upgrade.values():
+        log_outcome(root, outcome)
     return found
 
 
@@ -402,7 +448,7 @@ def main() -> None:
         for n, m in enumerate(todo, len(done) + 1):
             o = run_mutant(scratch, m, timeouts[m.tests])
             outcomes.append(o)
-            log_outcome(o, digest(scratch.repo, m))
+            log_outcome(scratch.repo, o)
             print(f"[{n}/{len(mutants)}] {o.status:<10} {o.seconds:5.0f}s {m.id} {m.area} {m.file}:{m.line} "
                   f"{m.function}: {m.description}" + (f" -- {o.detail}" if o.status != "survived" and o.detail else ""),
                   flush=True)
