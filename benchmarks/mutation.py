@@ -110,8 +110,9 @@ def still_holds(root: Path, mutant: Mutant, entry: dict) -> bool:
     if entry.get("status") != "killed" or entry.get("source") != file_digest(root, mutant.file):
         return False
     path = entry.get("killer")
-    return bool(path) and path == killer(mutant, entry.get("detail", "")) and \
-        entry.get("killer_digest") == file_digest(root, path)
+    if not path or path != killer(mutant, entry.get("detail", "")):
+        return False
+    return bool(entry.get("killer_digest") == file_digest(root, path))
 
 
 def log_outcome(root: Path, outcome: Outcome) -> None:
