@@ -73,6 +73,7 @@ GUARD_TESTS = (
     "tests/unit/stores/test_stored_verdicts.py",
     "tests/unit/tools/test_approval.py",
     "tests/integration/test_procedural.py",
+    "tests/unit/safety/test_guard_edges.py",
 )
 SETTINGS_TESTS = (
     "tests/unit/serve/test_client_settings.py",
