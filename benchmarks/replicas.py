@@ -105,7 +105,7 @@ def _database(admin_url: str, name: str) -> str:
 
 def run(turns: int, admin_url: str) -> dict:
     import psycopg
-    from engines import ChromaServer
+    from support.engines import ChromaServer
 
     work = Path(tempfile.mkdtemp(prefix="pf-bench-"))
     name = f"pf_bench_{secrets.token_hex(6)}"

@@ -11,6 +11,12 @@ Chroma opens), and that no import was left half done. Nothing of pagefault's is 
 (opening Chroma notes the open in Chroma's own bookkeeping, as every open does); a table that is
 missing is reported as made on first use.
 
+A data directory that holds more records than one embedded process holds well is not a problem but a
+``warning:`` line (``scale_warnings``): recall's vectors and the BM25 postings live in the memory of
+every process that opens it, and past ``EMBEDDED_RECORD_LIMIT`` records of either kind the memory
+they take says to move to a Chroma server (README, "Run it in production"). The records are counted
+from the BM25 file's own per-scope counts: nothing is loaded or embedded.
+
 ``data_dir_problems`` is the same check of the directory without the slow parts (SQLite's
 ``quick_check``, opening Chroma): the CLI runs it before every command, so a bad directory is one
 line naming the file, never a traceback from deep inside a store.
@@ -21,7 +27,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pagefault.engines import connections as backends
@@ -38,6 +44,23 @@ INDEX_KINDS = ("archival", "recall", "recall_unit")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
 CHROMA_DIR = "chroma"
+LEXICAL_FILE = "lexical.sqlite"
+EMBEDDED_RECORD_LIMIT = 1_000_000
+"""Archival records, or recall entries, of one embedded data directory past which ``pagefault doctor``
+warns that it has outgrown an embedded process and should move to a Chroma server (``scale_warnings``).
+
+It comes from ``benchmarks/rss_scale.py`` (``benchmarks/RESULTS.md``, section "rss-scale"), which
+measures an embedded process's resident memory against N archival passages and N recall entries. The
+value is provisional: 1,000,000 of either kind, set before that benchmark's 1M run; the run's fit
+decides it."""
+RESIDENT_BYTES_PER_RECORD = 4_000
+"""Resident memory of an embedded process per stored record (an archival passage or a recall entry,
+the two averaged), above what an empty data directory takes: the slope ``benchmarks/rss_scale.py``
+fits (provisional: measured at 2,000 to 100,000 records of each kind). ``scale_warnings`` estimates
+a directory's resident memory with it."""
+EMPTY_PROCESS_BYTES = 360 * 1024 * 1024
+"""Resident memory of an embedded process on an empty data directory, after its first searches
+(``benchmarks/rss_scale.py``'s empty row: the libraries, Chroma's client and the MiniLM model)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +80,7 @@ class DataFile:
 DATA_FILES: tuple[DataFile, ...] = (
     DataFile("checkpoints.sqlite", "threads", "the threads", ("checkpoints", "writes")),
     DataFile("store.sqlite", "core memory", "core memory", ("store",)),
-    DataFile("lexical.sqlite", "BM25 index", "the BM25 index", tuple(f"{kind}_docs" for kind in INDEX_KINDS)),
+    DataFile(LEXICAL_FILE, "BM25 index", "the BM25 index", tuple(f"{kind}_docs" for kind in INDEX_KINDS)),
     DataFile(RECALL_FILE, "recall vectors", "recall's vectors", ("records", "notes", "records_log", "embedding_records")),
     DataFile(ARCHIVAL_RECENT_FILE, "archival, recent writes", "archival's recent writes",
              ("records", "notes", "records_log", "embedding_records")),
@@ -89,14 +112,17 @@ class Check:
 @dataclass
 class Diagnosis:
     """What ``pagefault doctor`` found: a ``Check`` per tier (``checks``) and, one line each naming
-    the file or setting, the ``problems`` of the data directory and the environment's settings."""
+    the file or setting, the ``problems`` of the data directory and the environment's settings, and
+    the ``warnings``: what works but should change (a data directory past ``EMBEDDED_RECORD_LIMIT``)."""
 
     checks: list[Check]
     problems: list[str]
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Every engine answered and nothing is wrong with the data directory or the settings."""
+        """Every engine answered and nothing is wrong with the data directory or the settings (warnings
+        do not count: ``pagefault doctor`` still exits 0)."""
         return all(c.ok for c in self.checks) and not self.problems
 
 
@@ -245,6 +271,66 @@ def _data_dir_statuses(path: str, thorough: bool) -> tuple[list[str | None], dic
     return problems, details
 
 
+@dataclass(frozen=True)
+class RecordCounts:
+    """Records of an embedded data directory: ``archival`` records and ``recall`` entries (messages),
+    every user's."""
+
+    archival: int
+    recall: int
+
+
+def record_counts(data_dir: str) -> RecordCounts | None:
+    """How many archival records and recall entries ``data_dir`` holds, read from its BM25 file, which has
+    a row for each (its per-scope counts, kept by triggers, else a ``count(*)`` of the rows of a file made
+    before them): read only, nothing loaded. None when the file is not there or cannot be read (its
+    own check says why)."""
+    path = os.path.join(os.path.abspath(os.path.expanduser(data_dir)), LEXICAL_FILE)
+    if not os.path.isfile(path):
+        return None
+    writable = _writable(os.path.dirname(path))
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro" + ("" if writable else "&immutable=1"), uri=True, timeout=5)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            found = []
+            for kind in ("archival", "recall"):
+                if f"{kind}_counts" in tables:
+                    found.append(int(conn.execute(f"SELECT coalesce(sum(n), 0) FROM {kind}_counts").fetchone()[0]))
+                elif f"{kind}_docs" in tables:
+                    found.append(int(conn.execute(f"SELECT count(*) FROM {kind}_docs").fetchone()[0]))
+                else:
+                    found.append(0)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return RecordCounts(*found)
+
+
+def resident_estimate(counts: RecordCounts) -> int:
+    """Bytes an embedded process on a directory with ``counts`` is expected to hold resident (after its
+    first searches), from ``benchmarks/rss_scale.py``'s fit."""
+    return EMPTY_PROCESS_BYTES + RESIDENT_BYTES_PER_RECORD * (counts.archival + counts.recall)
+
+
+def scale_warnings(data_dir: str, *, limit: int = EMBEDDED_RECORD_LIMIT) -> list[str]:
+    """A warning (one line naming the directory) when ``data_dir`` holds more than ``limit`` archival
+    records or more than ``limit`` recall entries (``EMBEDDED_RECORD_LIMIT``, unless a caller, such as a
+    test, chooses another): the counts, the resident memory every process that opens it is expected to
+    take, and where to move. Nothing when it holds fewer, or its BM25 file cannot be read."""
+    counts = record_counts(data_dir)
+    if counts is None or max(counts.archival, counts.recall) <= limit:
+        return []
+    path = os.path.abspath(os.path.expanduser(data_dir))
+    gib = resident_estimate(counts) / 2**30
+    return [f"{path}: {counts.archival:,} archival records and {counts.recall:,} recall entries, past the {limit:,} "
+            f"of either kind one embedded process holds well (benchmarks/rss_scale.py): each process that opens it "
+            f"will hold about {gib:,.1f} GiB resident (recall's vectors and the BM25 postings are kept in memory); "
+            "move it to a Chroma server with Postgres (PAGEFAULT_CHROMA_URL and PAGEFAULT_DATABASE_URL; README, "
+            "\"Run it in production\")"]
+
+
 def _resident_records(path: str, kinds: tuple[str, ...]) -> dict[str, dict[str, EmbeddingRecord]]:
     """The embedding records of a resident file, read only (as ``ResidentCatalog.records``), by kind."""
     out: dict[str, dict[str, EmbeddingRecord]] = {k: {} for k in kinds}
@@ -364,10 +450,11 @@ def uses_data_dir(database_url: str, chroma_url: str) -> bool:
 
 
 def diagnose(data_dir: str | None = None, database_url: str | None = None,
-             chroma_url: str | None = None) -> Diagnosis:
-    """A check per tier and the problems found, for explicit settings or (where None) the environment's:
-    ``data_dir`` (default ``PAGEFAULT_DATA_DIR``, else ``.pagefault``), ``database_url`` (Postgres)
-    and ``chroma_url`` (a Chroma server)."""
+             chroma_url: str | None = None, *, record_limit: int = EMBEDDED_RECORD_LIMIT) -> Diagnosis:
+    """A check per tier, the problems and the warnings found, for explicit settings or (where None) the
+    environment's: ``data_dir`` (default ``PAGEFAULT_DATA_DIR``, else ``.pagefault``), ``database_url``
+    (Postgres) and ``chroma_url`` (a Chroma server). ``record_limit``: the records of either kind past
+    which a data directory whose vectors live in this process is warned about (``scale_warnings``)."""
     data_dir = os.path.abspath(os.path.expanduser(data_dir or os.environ.get("PAGEFAULT_DATA_DIR", ".pagefault")))
     db, server = backends.database_url(database_url), backends.chroma_url(chroma_url)
     problems: list[str | None] = [settings_problem()]
@@ -414,12 +501,15 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         checks.append(Check(files[ARCHIVAL_RECENT_FILE].tier, "SQLite + numpy", *local(files[ARCHIVAL_RECENT_FILE])))
         checks.append(Check(files[RECALL_FILE].tier, "SQLite + numpy", *local(files[RECALL_FILE])))
     if not (server and db):
-        checks.append(Check("BM25 index", "SQLite", *local(files["lexical.sqlite"])))
+        checks.append(Check("BM25 index", "SQLite", *local(files[LEXICAL_FILE])))
     if not any(problems) or server:  # a directory whose files are wrong is reported as such first
         embeddings, mixed = embedding_check(data_dir, server)
         checks.append(embeddings)
         problems += mixed
-    return Diagnosis(checks, [p for p in problems if p])
+    # Where the vectors live in this process (embedded, Postgres-only), their number bounds it.
+    warnings = scale_warnings(data_dir, limit=record_limit) \
+        if not server and about(os.path.join(data_dir, LEXICAL_FILE)) is None else []
+    return Diagnosis(checks, [p for p in problems if p], warnings)
 
 
 def setup_name(checks: list[Check]) -> str:
@@ -435,18 +525,22 @@ def setup_name(checks: list[Check]) -> str:
 
 def report(diagnosis: Diagnosis) -> str:
     """The diagnosis as text: a line per tier, a ``problem:`` line per problem (each naming the file or
-    setting), then a summary line (``all reachable`` when there is nothing to fix)."""
+    setting), a ``warning:`` line per warning, then a summary line (``all reachable`` when there is
+    nothing to fix, followed by the number of warnings if any)."""
     checks = diagnosis.checks
     down = dict.fromkeys(c.engine for c in checks if not c.ok and c.engine in (backends.POSTGRES, backends.CHROMA))
     summary = [f"unreachable: {', '.join(down)}"] if down else []
     if diagnosis.problems:
         summary.append(f"{len(diagnosis.problems)} problem(s) to fix")
+    said = "; ".join(summary) or "all reachable"
+    if diagnosis.warnings:
+        said += f"; {len(diagnosis.warnings)} warning(s)"
     lines = [f"pagefault doctor: {setup_name(checks)}", *(c.line() for c in checks),
-             *(f"problem: {p}" for p in diagnosis.problems), "; ".join(summary) or "all reachable"]
+             *(f"problem: {p}" for p in diagnosis.problems), *(f"warning: {w}" for w in diagnosis.warnings), said]
     return "\n".join(lines)
 
 
 def as_json(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The diagnosis as JSON: the setup, ``ok``, each check and the problems."""
+    """The diagnosis as JSON: the setup, ``ok``, each check, the problems and the warnings."""
     return {"setup": setup_name(diagnosis.checks), "ok": diagnosis.ok, "checks": [asdict(c) for c in diagnosis.checks],
-            "problems": diagnosis.problems}
+            "problems": diagnosis.problems, "warnings": diagnosis.warnings}
