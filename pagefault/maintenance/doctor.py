@@ -45,22 +45,23 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
 CHROMA_DIR = "chroma"
 LEXICAL_FILE = "lexical.sqlite"
-EMBEDDED_RECORD_LIMIT = 1_000_000
+EMBEDDED_RECORD_LIMIT = 400_000
 """Archival records, or recall entries, of one embedded data directory past which ``pagefault doctor``
 warns that it has outgrown an embedded process and should move to a Chroma server (``scale_warnings``).
 
 It comes from ``benchmarks/rss_scale.py`` (``benchmarks/RESULTS.md``, section "rss-scale"), which
-measures an embedded process's resident memory against N archival passages and N recall entries. The
-value is provisional: 1,000,000 of either kind, set before that benchmark's 1M run; the run's fit
-decides it."""
-RESIDENT_BYTES_PER_RECORD = 4_000
+measures an embedded process's resident memory against N archival passages and N recall entries:
+3.1 GiB at 300,000 of each, growing linearly (``RESIDENT_BYTES_PER_RECORD``), so about 4 GiB per
+process at 400,000 of each, and every process that opens the directory pays it."""
+RESIDENT_BYTES_PER_RECORD = 4_850
 """Resident memory of an embedded process per stored record (an archival passage or a recall entry,
 the two averaged), above what an empty data directory takes: the slope ``benchmarks/rss_scale.py``
-fits (provisional: measured at 2,000 to 100,000 records of each kind). ``scale_warnings`` estimates
-a directory's resident memory with it."""
+fits (provisional: 4,850 bytes, fitted over 0, 10,000, 100,000 and 300,000 records of each kind).
+``scale_warnings`` estimates a directory's resident memory with it."""
 EMPTY_PROCESS_BYTES = 360 * 1024 * 1024
 """Resident memory of an embedded process on an empty data directory, after its first searches
-(``benchmarks/rss_scale.py``'s empty row: the libraries, Chroma's client and the MiniLM model)."""
+(``benchmarks/rss_scale.py``'s empty row and its fit's intercept: the libraries, Chroma's client and
+the MiniLM model)."""
 
 
 @dataclass(frozen=True)
