@@ -193,7 +193,7 @@ def import_history(
     bar = tqdm(total=sum(len(p.session.messages) for p in plans), desc="importing", unit="msg", disable=not progress,
                file=sys.stderr)
     imported = skipped = 0
-    scope, recall = Scope(ctx.user_id, ctx.agent_id), services(ctx).recall
+    scope, recall = Scope(ctx.user_id, ctx.agent_id), services(ctx, graph.store).recall
     try:
         for plan in plans:
             config = {"configurable": {"thread_id": plan.thread_id}}

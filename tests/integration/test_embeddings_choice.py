@@ -77,6 +77,28 @@ def test_an_instance_embeds_every_tier_and_search_finds_by_its_vectors(tmp_path)
                 ["user: Tell me about the harbour at dawn."]
 
 
+def test_import_history_runs_on_the_embedding_the_store_was_opened_with(tmp_path):
+    """``import_history`` reads recall with the store's model, the context's embedding left at its default (it
+    used to ask for the offline model there and be refused: one embedding per store and process)."""
+    from pagefault.maintenance.history_import import import_history
+
+    dialog = {"sessions": [{"id": "s1", "messages": [
+        {"id": "m1", "text": "My sister Lucia works at the aquarium in Valencia."},
+        {"id": "m2", "role": "assistant", "text": "Noted."}]}]}
+    with ScriptedOpenAI() as api:
+        model = EmbeddingModel("scripted-trigram", api.embeddings())
+        with open_embedded(str(tmp_path / "mem"), embeddings=model) as p:
+            report = import_history(p.graph(), dialog, Context(user_id="ana", data_dir=p.data_dir), progress=False)
+            assert report.imported == 2
+            svc = MemoryServices.open(p.data_dir)
+            svc.recall.writer.flush()
+            assert svc.embeddings is model
+            hits = svc.recall.search(Scope("ana"), "acquarium valensia sisterly", 1)
+            assert len(hits) == 1 and "My sister Lucia works at the aquarium in Valencia." in hits[0].text, hits
+            assert any("My sister Lucia works at the aquarium in Valencia." in str(r["input"])
+                       for r in api.embedding_requests)
+
+
 def test_an_id_in_the_context_embeds_through_init_embeddings_and_another_model_is_refused(tmp_path, monkeypatch):
     data = tmp_path / "mem"
     with ScriptedOpenAI() as api:
