@@ -160,17 +160,26 @@ def _directory_problem(path: str) -> str | None:
     return None
 
 
+def _read_only(path: str, *, immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection to the SQLite file ``path`` (``immutable``: for a directory this process cannot
+    write, where SQLite could not make its lock files)."""
+    return sqlite3.connect(f"file:{path}?mode=ro" + ("&immutable=1" if immutable else ""), uri=True, timeout=5)
+
+
+def _table_names(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def _sqlite_tables(path: str, *, immutable: bool) -> set[str]:
-    uri = f"file:{path}?mode=ro" + ("&immutable=1" if immutable else "")
-    conn = sqlite3.connect(uri, uri=True, timeout=5)
+    conn = _read_only(path, immutable=immutable)
     try:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return _table_names(conn)
     finally:
         conn.close()
 
 
 def _quick_check(path: str) -> str:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    conn = _read_only(path)
     try:
         said = str(conn.execute("PRAGMA quick_check(1)").fetchone()[0])
         return " ".join(part.strip("* ") for part in said.splitlines() if part.strip("* "))  # one line
@@ -289,11 +298,10 @@ def record_counts(data_dir: str) -> RecordCounts | None:
     path = os.path.join(os.path.abspath(os.path.expanduser(data_dir)), LEXICAL_FILE)
     if not os.path.isfile(path):
         return None
-    writable = _writable(os.path.dirname(path))
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro" + ("" if writable else "&immutable=1"), uri=True, timeout=5)
+        conn = _read_only(path, immutable=not _writable(os.path.dirname(path)))
         try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            tables = _table_names(conn)
             found = []
             for kind in ("archival", "recall"):
                 if f"{kind}_counts" in tables:
@@ -337,9 +345,9 @@ def _resident_records(path: str, kinds: tuple[str, ...]) -> dict[str, dict[str, 
     out: dict[str, dict[str, EmbeddingRecord]] = {k: {} for k in kinds}
     if not os.path.isfile(path):
         return out
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    conn = _read_only(path)
     try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = _table_names(conn)
         rows = conn.execute("SELECT kind, model, dimensions, generation, complete FROM embedding_records").fetchall() \
             if "embedding_records" in tables else []
         for kind in kinds:
