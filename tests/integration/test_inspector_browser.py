@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -136,10 +137,21 @@ def css(driver: WebDriver, selector: str):
     return driver.find_elements(By.CSS_SELECTOR, selector)
 
 
-def follow(driver: WebDriver, element: WebElement) -> None:
-    """Click ``element`` and wait until the page it leads to has replaced this one."""
-    page = driver.find_element(By.TAG_NAME, "html")
-    element.click()
+def follow(driver: WebDriver, target: WebElement | tuple[str, str]) -> None:
+    """Click ``target`` (an element, or a locator found afresh on the page) and wait until the page it
+    leads to has replaced this one. With a locator, a click that lands while the browser is still swapping
+    in the page just loaded (chromium: "Node with given id does not belong to the document") finds the
+    element again and clicks it, up to three times."""
+    for attempt in range(3):
+        page = driver.find_element(By.TAG_NAME, "html")
+        element = driver.find_element(*target) if isinstance(target, tuple) else target
+        try:
+            element.click()
+            break
+        except WebDriverException as e:
+            swapped = isinstance(e, StaleElementReferenceException) or "does not belong to the document" in str(e)
+            if not isinstance(target, tuple) or not swapped or attempt == 2:
+                raise
     WebDriverWait(driver, 30).until(expected_conditions.staleness_of(page))
 
 
@@ -155,7 +167,7 @@ def test_every_page_of_a_seeded_user_in_a_browser_without_javascript(server, bro
 
     # the user picker is a plain GET form
     d.find_element(By.NAME, "user").send_keys("ann")
-    follow(d, d.find_element(By.CSS_SELECTOR, "#choose-user button"))
+    follow(d, (By.CSS_SELECTOR, "#choose-user button"))
     assert d.current_url.startswith(f"{server}/inspector/ann/context")
 
     d.get(f"{server}/inspector/ann/context?thread={seeded['thread']}")
@@ -183,7 +195,7 @@ def test_every_page_of_a_seeded_user_in_a_browser_without_javascript(server, bro
     box = d.find_element(By.CSS_SELECTOR, "#block-notes textarea[name=value]")
     box.clear()
     box.send_keys("Prefers short answers.\nWrites in the morning.")
-    follow(d, d.find_element(By.CSS_SELECTOR, "#block-notes form.edit button"))
+    follow(d, (By.CSS_SELECTOR, "#block-notes form.edit button"))
     assert "Saved the notes block" in d.find_element(By.ID, "flash").text
     assert d.find_element(By.CSS_SELECTOR, "#block-notes .value").text == "Prefers short answers.\nWrites in the morning."
     assert "user, on the inspector (local)" in d.find_element(By.CSS_SELECTOR, "#block-notes table.log").text
@@ -192,7 +204,7 @@ def test_every_page_of_a_seeded_user_in_a_browser_without_javascript(server, bro
     assert len(css(d, "tr.record")) == 20 and "page 1 of" in d.find_element(By.CSS_SELECTOR, ".pager").text
     shoot(d, shots, "archival")
     d.find_element(By.NAME, "q").send_keys("where does my sister work")
-    follow(d, d.find_element(By.CSS_SELECTOR, "#archival-filters button"))
+    follow(d, (By.CSS_SELECTOR, "#archival-filters button"))
     first = css(d, "tr.record")[0]
     assert "Lucia" in first.text and first.find_element(By.CSS_SELECTOR, ".part-bm25").text.startswith("BM25")
     shoot(d, shots, "archival-search")
@@ -203,10 +215,10 @@ def test_every_page_of_a_seeded_user_in_a_browser_without_javascript(server, bro
     assert len(css(d, "#chain li")) == 2 and "superseded" in d.find_element(By.ID, "validity").text
     shoot(d, shots, "record")
     d.get(f"{server}/inspector/ann/archival/{seeded['passage_ids'][5]}")
-    follow(d, d.find_element(By.ID, "delete-link"))
+    follow(d, (By.ID, "delete-link"))
     assert "This cannot be undone." in d.find_element(By.ID, "delete-confirm").text
     shoot(d, shots, "delete-confirm")
-    follow(d, d.find_element(By.CSS_SELECTOR, "#confirm-delete button"))
+    follow(d, (By.CSS_SELECTOR, "#confirm-delete button"))
     assert f"Deleted {seeded['passage_ids'][5]}" in d.find_element(By.ID, "flash").text
     d.get(f"{server}/inspector/ann/archival/{seeded['passage_ids'][5]}")
     assert "Not found" in d.find_element(By.TAG_NAME, "h1").text
