@@ -1,11 +1,27 @@
-"""The graph's state: the main context's messages plus the bookkeeping paging needs."""
+"""The graph's state: the main context's messages plus the bookkeeping paging needs.
+
+The channels that change at nearly every step and hold the most (``messages``, ``summary``, ``tokens``,
+``system_prompt``) are LangGraph ``DeltaChannel``s: a checkpoint stores what a step wrote to them, not
+their whole value, and a full value every ``SNAPSHOT_EVERY`` writes; reading a checkpoint replays the
+writes since the last full value through the reducer (``graph.saved_state`` does so for the readers
+that take checkpoints straight from a saver). Their reducers are therefore deterministic and give the
+same value however the writes are batched: a message written without an id gets one derived from where
+it lands (``message_id``), never a random one, and the system prompt is written as a line patch
+against the previous one (``prompt_patch``) when that is smaller.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import uuid
+import zlib
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Sequence, cast
+from typing import Annotated, Any, Callable, Sequence, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
+from langchain_core.messages.utils import message_chunk_to_message
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import add_messages
 
 from pagefault.text.unicode import encodable, repaired
@@ -27,19 +43,110 @@ def _repair(message: BaseMessage) -> BaseMessage:
     return message
 
 
+#: A delta channel stores its whole value at least once every this many writes to it.
+SNAPSHOT_EVERY = 100
+
+_IDS = uuid.UUID("6f1d2c3a-9b7e-4c55-8d0a-2f4e1b6c7a90")  # namespace of the ids ``message_id`` derives
+
+
+def message_id(before: Sequence[BaseMessage], position: int, message: BaseMessage) -> str:
+    """The id of a message written without one: derived from the last message already there, how many
+    there are, the message's position in its write, its type and its content. The same write on the same
+    state gets the same id, as replaying a delta channel's writes requires (``add_messages`` would draw a
+    random one each time)."""
+    last = before[-1].id if before else ""
+    content = json.dumps(message.content, sort_keys=True, ensure_ascii=False, default=str)
+    return str(uuid.uuid5(_IDS, f"{last}|{len(before)}|{position}|{message.type}|{content}"))
+
+
+def _listed(messages: Any) -> list[Any]:
+    return list(messages) if isinstance(messages, (list, tuple)) else [messages]
+
+
 def add_storable_messages(left: Any, right: Any) -> Any:
     """``add_messages``, with text UTF-8 cannot encode (lone surrogates, e.g. from a JSON ``\\ud800``
-    escape) replaced by U+FFFD: every message must be storable by the checkpointer and the indexes."""
+    escape) replaced by U+FFFD (every message must be storable by the checkpointer and the indexes),
+    and an id for each new message without one from ``message_id``."""
+    before: list[Any] = [message_chunk_to_message(m) for m in convert_to_messages(_listed(left))]
+    new: list[Any] = [message_chunk_to_message(m) for m in convert_to_messages(_listed(right))]
+    new = [m if m.id else m.model_copy(update={"id": message_id(before, i, m)}) for i, m in enumerate(new)]
     # add_messages returns the merged list of message objects; its declared type is its (wider) input type.
-    merged = cast("list[BaseMessage]", add_messages(left, right))
+    merged = cast("list[BaseMessage]", add_messages(before, new))
     return [_repair(m) for m in merged]
+
+
+def fold_messages(state: Any, writes: Sequence[Any]) -> Any:
+    """The ``messages`` reducer: each write merged in turn (``add_storable_messages``)."""
+    for w in writes:
+        state = add_storable_messages(state, w)
+    return state
+
+
+def last_value(state: Any, writes: Sequence[Any]) -> Any:
+    """The reducer of a channel that holds what was last written to it."""
+    return writes[-1] if writes else state
+
+
+def prompt_patch(old: str, new: str) -> str | dict[str, Any]:
+    """What the ``reason`` node writes to ``system_prompt``: ``new`` itself, or, when it is much smaller,
+    the lines that changed since ``old`` (the channel's value), which ``patched_prompt`` applies."""
+    if not old:
+        return new
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    ops: list[int | str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            ops.append(i2 - i1)
+            continue
+        if i2 > i1:
+            ops.append(i1 - i2)  # skip these old lines
+        if j2 > j1:
+            ops.append("".join(b[j1:j2]))
+    patch = {"patch": ops, "base": zlib.crc32(old.encode("utf-8", "surrogatepass"))}
+    size = sum(len(o) if isinstance(o, str) else 4 for o in ops)
+    return patch if 2 * size < len(new) and _apply(old, patch) == new else new
+
+
+def _apply(old: str, patch: dict[str, Any]) -> str:
+    lines, at, out = old.splitlines(keepends=True), 0, []
+    for op in patch["patch"]:
+        if isinstance(op, str):
+            out.append(op)
+        elif op >= 0:
+            out += lines[at:at + op]
+            at += op
+        else:
+            at -= op
+    return "".join(out)
+
+
+def patched_prompt(state: Any, writes: Sequence[Any]) -> Any:
+    """The ``system_prompt`` reducer: a text replaces the prompt, a ``prompt_patch`` is applied to it."""
+    for w in writes:
+        if not isinstance(w, dict):
+            state = w
+        elif w.get("base") == zlib.crc32(str(state).encode("utf-8", "surrogatepass")):
+            state = _apply(str(state), w)
+        else:  # only the reason node writes patches, against the value it read: a patch never meets another base
+            state = "[system prompt unknown: a patch was written against another prompt]"
+    return state
+
+
+#: The delta channels of ``PagefaultState``: each one's reducer and its empty value.
+DELTA_CHANNELS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], Callable[[], Any]]] = {
+    "messages": (fold_messages, list),
+    "summary": (last_value, str),
+    "tokens": (last_value, dict),
+    "system_prompt": (patched_prompt, str),
+}
 
 
 @dataclass
 class InputState:
     """What a caller sends: new messages."""
 
-    messages: Annotated[Sequence[AnyMessage], add_storable_messages] = field(default_factory=list)
+    messages: Annotated[Sequence[AnyMessage], DeltaChannel(fold_messages, snapshot_frequency=SNAPSHOT_EVERY)] = \
+        field(default_factory=list)
 
 
 @dataclass
@@ -54,7 +161,7 @@ class PagefaultState(InputState):
     recall and in earlier checkpoints.
     """
 
-    summary: str = ""
+    summary: Annotated[str, DeltaChannel(last_value, snapshot_frequency=SNAPSHOT_EVERY)] = ""
     """Recursive summary of every evicted message."""
     evicted_count: int = 0
     """How many of the thread's oldest messages have been evicted from the window."""
@@ -64,11 +171,12 @@ class PagefaultState(InputState):
     """The one-shot memory-pressure warning has fired since the last compaction."""
     compactions: int = 0
     """How many times this thread has been compacted."""
-    tokens: dict[str, Any] = field(default_factory=dict)
+    tokens: Annotated[dict[str, Any], DeltaChannel(last_value, snapshot_frequency=SNAPSHOT_EVERY)] = \
+        field(default_factory=dict)
     """Token accounting of the last model call, by segment, with the window size."""
     owner: dict[str, str] = field(default_factory=dict)
     """The user and agent of the thread's first run; nobody else may run on it (``nodes.thread_owner``)."""
-    system_prompt: str = ""
+    system_prompt: Annotated[str, DeltaChannel(patched_prompt, snapshot_frequency=SNAPSHOT_EVERY)] = ""
     """The system prompt of the last model call as it was sent: with the messages before that call, each
     checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""
     evicted_user_messages: int = -1

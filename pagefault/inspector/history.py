@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from pagefault.graph.saved_state import latest_saved
 from pagefault.maintenance.transfer import scope_threads
 from pagefault.stores.recall import HistoryTurns
 from pagefault.stores.scope import Scope
@@ -40,10 +41,10 @@ class ThreadInfo:
 
 def latest_values(checkpointer: Any, thread_id: str) -> tuple[dict[str, Any], str] | None:
     """The channel values of a thread's latest checkpoint and its time; None if there is no such thread."""
-    tup = checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    if tup is None:
+    latest = latest_saved(checkpointer, thread_id)
+    if latest is None:
         return None
-    return dict(tup.checkpoint.get("channel_values", {}) or {}), str(tup.checkpoint.get("ts", "") or "")
+    return latest[1], str(latest[0].checkpoint.get("ts", "") or "")
 
 
 def _info(thread_id: str, values: dict[str, Any], ts: str) -> ThreadInfo:

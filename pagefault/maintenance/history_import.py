@@ -33,6 +33,7 @@ from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from tqdm import tqdm
 
 from pagefault.graph.context import Context
+from pagefault.graph.saved_state import SavedHistory
 from pagefault.maintenance.transfer import thread_history
 from pagefault.stores.scope import Scope
 from pagefault.text.messages import message_text
@@ -199,7 +200,7 @@ def import_history(
             config = {"configurable": {"thread_id": plan.thread_id}}
             if plan.done and recall.thread_count(scope, plan.thread_id) < plan.done:
                 # an earlier run was killed before recall's writer wrote these messages: derive them again
-                recall.rebuild(graph.checkpointer, scope, plan.thread_id)
+                recall.rebuild(SavedHistory(graph.checkpointer), scope, plan.thread_id)
             held = min(plan.done, len(plan.messages))
             skipped += held
             bar.update(held)

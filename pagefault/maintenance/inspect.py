@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from langchain_core.messages import HumanMessage
 
 from pagefault.graph.context import Context
+from pagefault.graph.saved_state import latest_saved
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.core import CoreBlock
 from pagefault.window.main_context import SEGMENTS
@@ -84,10 +85,10 @@ class Overview:
 
 def thread_overview(persistence: Persisted, ctx: Context, thread_id: str) -> Overview:
     """Read a thread's latest checkpoint and the user's stores; ValueError if there is no such thread."""
-    tup = persistence.checkpointer.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-    if tup is None:
+    latest = latest_saved(persistence.checkpointer, thread_id)
+    if latest is None:
         raise ValueError(f"no thread {thread_id!r} in {persistence.data_dir}")
-    values: dict[str, Any] = tup.checkpoint.get("channel_values", {}) or {}
+    values: dict[str, Any] = latest[1]
     state = PagefaultState(**{k: v for k, v in values.items() if k in PagefaultState.__dataclass_fields__})
     setup = AgentSetup()  # the graph's: no tools of the user's, the context's model
     run = setup.open_run(ctx, persistence.store, {"configurable": {"thread_id": thread_id}})

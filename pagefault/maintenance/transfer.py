@@ -45,6 +45,7 @@ from tqdm import tqdm
 
 from pagefault.graph.context import Context
 from pagefault.graph.graph import build_graph
+from pagefault.graph.saved_state import latest_saved, saved_history
 from pagefault.persistence.embedded import EmbeddedPersistence
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.stores.archival import archival_id, record_from_hit
@@ -190,7 +191,7 @@ def thread_history(checkpointer: Any, thread_id: str) -> tuple[list[BaseMessage]
     config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     turns: dict[int, BaseMessage] = {}
     latest: dict[str, Any] | None = None
-    for tup in reversed(list(checkpointer.list(config))):  # oldest first
+    for tup in saved_history(checkpointer, config):  # oldest first
         values = tup.checkpoint.get("channel_values", {}) or {}
         offset = int(values.get("evicted_count", 0) or 0)
         for i, m in enumerate(values.get("messages", []) or []):
@@ -520,8 +521,8 @@ def _check_resumable(persistence: EmbeddedPersistence, doc: AgentExport, journal
     for t in doc.threads:
         if t.thread_id in done or not _thread_exists(persistence, t.thread_id):
             continue
-        state = persistence.checkpointer.get_tuple({"configurable": {"thread_id": t.thread_id, "checkpoint_ns": ""}})
-        values = (state.checkpoint.get("channel_values") or {}) if state else {}
+        latest = latest_saved(persistence.checkpointer, t.thread_id)
+        values = latest[1] if latest else {}
         ours = {m.get("data", {}).get("id") for m in t.messages}
         if (t.thread_id != journal.thread_started or values.get("owner") not in (owner_of(doc.scope), None, {})
                 or any(m.id not in ours for m in values.get("messages") or [])):  # or someone talked on it since

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from pagefault.consolidation.sleeptime import note_turn
 from pagefault.graph.context import Context
-from pagefault.graph.state import PagefaultState
+from pagefault.graph.state import PagefaultState, prompt_patch
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
@@ -45,7 +45,7 @@ def make_reason(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
             "recall_indexed": indexed,
             "pressure_warned": state.pressure_warned or warned,
             "tokens": main.tokens,
-            "system_prompt": main.system_prompt,
+            "system_prompt": prompt_patch(state.system_prompt, main.system_prompt),
             **claim,
         }
         if not state.tokens:  # first turn of the thread: make every field visible in the state

@@ -27,6 +27,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Sequence
 
+import aiosqlite
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -41,6 +42,7 @@ from pagefault.engines.locks import bind_locks
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, EmbeddingModel, embedding_model
+from pagefault.persistence.compression import checkpoint_serializer
 from pagefault.stores.services import MemoryServices
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
@@ -137,7 +139,7 @@ def open_embedded(data_dir: str = ".pagefault", *, embeddings: EmbeddingChoice |
         with file_locks(path).hold("setup", timeout=SETUP_WAIT):  # one process at a time makes the files
             opened.append(_connect(os.path.join(path, "checkpoints.sqlite"), transactions=True))
             opened.append(_connect(os.path.join(path, "store.sqlite")))
-            saver, store = SqliteSaver(opened[0]), SqliteStore(opened[1])
+            saver, store = SqliteSaver(opened[0], serde=checkpoint_serializer()), SqliteStore(opened[1])
             saver.setup()
             store.setup()
     except BaseException:
@@ -156,8 +158,9 @@ async def open_embedded_async(data_dir: str = ".pagefault", *, embeddings: Embed
     os.makedirs(path, exist_ok=True)
     model = await asyncio.to_thread(_tiers, path, embeddings)
     locks = file_locks(path)
-    async with AsyncSqliteSaver.from_conn_string(os.path.join(path, "checkpoints.sqlite")) as saver, \
+    async with aiosqlite.connect(os.path.join(path, "checkpoints.sqlite")) as conn, \
             AsyncSqliteStore.from_conn_string(os.path.join(path, "store.sqlite")) as store:
+        saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
         await asyncio.to_thread(locks.acquire, "setup", timeout=SETUP_WAIT)
         try:
             await saver.setup()

@@ -32,6 +32,7 @@ from pagefault.engines.locks import locks_for
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, embedding_model
+from pagefault.persistence.compression import checkpoint_serializer
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 from pagefault.stores.services import MemoryServices
 
@@ -94,7 +95,7 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None,
         url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT, open=True,
         check=ConnectionPool.check_connection, name="pagefault-langgraph",
         kwargs={**_POOL_KWARGS, "row_factory": dict_row}))
-    saver, store = PostgresSaver(pool), PostgresStore(pool)
+    saver, store = PostgresSaver(pool, serde=checkpoint_serializer()), PostgresStore(pool)
     try:
         with locks_for(url).hold("setup", "langgraph", timeout=60):
             saver.setup()
@@ -151,7 +152,7 @@ async def _async_setup(url: str, pool: Any) -> tuple[Any, Any]:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
-    saver, store = AsyncPostgresSaver(pool), AsyncPostgresStore(pool)
+    saver, store = AsyncPostgresSaver(pool, serde=checkpoint_serializer()), AsyncPostgresStore(pool)
     locks = locks_for(url)
     await asyncio.to_thread(locks.acquire, "setup", "langgraph", timeout=60)
     try:

@@ -42,6 +42,7 @@ from langgraph.types import Command, StateSnapshot
 
 from pagefault.engines.thread_lock import compiled_fields
 from pagefault.graph.context import Context
+from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
 from pagefault.window.setup import AgentSetup
@@ -223,7 +224,7 @@ def fold_cut_short(messages: Sequence[AnyMessage], config: RunnableConfig, recei
     prev = next((cp for cp in latest
                  if not ((cp.metadata or {}).get("source") == "input" and (cp.metadata or {}).get("step") == step - 1)),
                 None)
-    held = {m.id for m in (prev.checkpoint["channel_values"].get("messages") or [])} if prev is not None else set()
+    held = {m.id for m in (saved_values(saver, prev).get("messages") or [])} if prev is not None else set()
     split = next((i for i, m in enumerate(messages) if m.id not in held), len(messages))
     parents = [saver.get_tuple(cp.parent_config) for cp in lost if cp.parent_config]
     results = _tool_results([cp for cp in [prev, *parents] if cp is not None])

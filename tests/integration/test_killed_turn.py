@@ -25,6 +25,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from support.killed_turn import Child, start
 
 from pagefault import Context, MemoryServices, Scope, open_embedded
+from pagefault.graph.saved_state import saved_history, saved_values
+from pagefault.persistence.compression import checkpoint_serializer
 from pagefault.stores.recall import recall_id
 from pagefault.window.cut_short import NOT_RUN
 from pagefault.window.thread_owner import ThreadOwnedError
@@ -49,11 +51,12 @@ class Thread:
 
 def _read(data_dir: str, thread: str) -> Thread:
     """Read every checkpoint of ``thread`` (with a connection of this process's own, read-only use)."""
-    saver = SqliteSaver(sqlite3.connect(str(Path(data_dir) / "checkpoints.sqlite"), check_same_thread=False))
+    saver = SqliteSaver(sqlite3.connect(str(Path(data_dir) / "checkpoints.sqlite"), check_same_thread=False),
+                        serde=checkpoint_serializer())
     config = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     ever: set[str] = set()
     try:
-        for cp in saver.list(config):
+        for cp in saved_history(saver, config):
             values = cp.checkpoint["channel_values"]
             messages: list[BaseMessage] = list(values.get("messages") or [])
             start_input = values.get("__start__")
@@ -65,7 +68,7 @@ def _read(data_dir: str, thread: str) -> Thread:
             ever |= {str(m.content) for m in messages if isinstance(m, HumanMessage)}
         latest = saver.get_tuple(config)
         assert latest is not None, f"thread {thread} has no checkpoint"
-        window = list(latest.checkpoint["channel_values"].get("messages") or [])
+        window = list(saved_values(saver, latest).get("messages") or [])
         return Thread(ever, window, str((latest.metadata or {}).get("source")),
                       len({task for task, _c, _v in latest.pending_writes or ()}))
     finally:

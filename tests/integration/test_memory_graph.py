@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from pagefault import Context, open_embedded
 from pagefault.cli.main import DEMO_FACTS, demo_filler, run_demo
+from pagefault.graph.saved_state import SavedHistory
 from pagefault.stores import CoreMemory, MemoryServices, Scope
 
 
@@ -149,7 +150,7 @@ def test_recall_index_rebuilds_from_the_checkpointer(embedded, data_dir, say):
         index.collection.delete(ids=ids)
         index.lexical.delete(ids)
     assert svc.recall.search(scope, "spare key flowerpot", 3) == []
-    n = svc.recall.rebuild(embedded.checkpointer, scope, "t1")
+    n = svc.recall.rebuild(SavedHistory(embedded.checkpointer), scope, "t1")
     values = g.get_state({"configurable": {"thread_id": "t1"}}).values
     # every message of the thread, evicted or in the window, indexed once
     assert n == values["evicted_count"] + len(values["messages"]), (n, values["evicted_count"], len(values["messages"]))

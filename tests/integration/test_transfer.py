@@ -17,6 +17,7 @@ from support.bad_files import place
 
 from pagefault import Context, export_agent, import_agent, open_embedded
 from pagefault.cli.main import demo_filler, main
+from pagefault.graph.saved_state import saved_values
 from pagefault.maintenance.transfer import (
     IMPORT_JOURNAL,
     SCHEMA_VERSION,
@@ -439,7 +440,7 @@ def test_a_hostile_file_cannot_write_replace_or_delete_another_users_records(sou
     # The imported threads belong to mallory: ana's run on one is refused before anything is read.
     with open_embedded(store) as p:
         owner = p.checkpointer.get_tuple({"configurable": {"thread_id": "mallory-t1", "checkpoint_ns": ""}})
-        assert owner.checkpoint["channel_values"]["owner"] == {"user_id": "mallory", "agent_id": "default"}
+        assert owner is not None and saved_values(p.checkpointer, owner)["owner"] == {"user_id": "mallory", "agent_id": "default"}
         with pytest.raises(ThreadOwnedError):
             p.graph().invoke({"messages": [HumanMessage("What is the vault code?")]},
                              {"configurable": {"thread_id": "mallory-t1"}}, context=Context(user_id="ana", data_dir=store))

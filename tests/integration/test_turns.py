@@ -12,6 +12,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 
 from pagefault import Context
 from pagefault.cli.main import Session, demo_filler, main
+from pagefault.graph.saved_state import SavedHistory
 from pagefault.stores import MemoryServices, Scope
 from pagefault.stores.recall import conversation_turns
 
@@ -143,7 +144,7 @@ def test_a_thread_from_before_turns_were_counted(embedded, data_dir, say):
     assert (cite["turn"], cite["message_index"]) == (users, index), cite
     assert svc.archival.get(scope, cite["id"]).provenance.turn == users
 
-    assert svc.recall.rebuild(embedded.checkpointer, scope, "t1") > 0
+    assert svc.recall.rebuild(SavedHistory(embedded.checkpointer), scope, "t1") > 0
     again = next(h for h in svc.recall.search(scope, "blue notebook piano attic", 5, thread_id="t1") if h.role == "human")
     assert (again.turn, again.message_index) == (1, second)
 

@@ -205,3 +205,25 @@ def test_no_run_blocked_the_servers_event_loop(client, server, ana_first_thread)
     assert "--allow-blocking" not in server.proc.args
     log = server.log(tail=None)
     assert "BlockingError" not in log and "Blocking call" not in log, log[-3000:]
+
+
+def test_thread_history_gives_every_step_whole(client):
+    """Studio's history (``threads.get_history``) of a thread with a memory round trip: every state comes
+    back whole from the server's checkpointer, delta channels rebuilt, oldest a prefix of the newest."""
+    thread_id, _ = _run(client, "hana", "My name is Hana and I live in Osaka.")
+    thread_id, values = _run(client, "hana", "Where do I live?", thread_id)
+    history = client.threads.get_history(thread_id, limit=100)  # newest first
+    assert len(history) >= 8, len(history)
+    newest = history[0]["values"]
+    assert [m["id"] for m in newest["messages"]] == [m["id"] for m in values["messages"]]
+    assert "<core_memory>" in newest["system_prompt"] and newest["tokens"]["window"] == 8192
+    ids = [m["id"] for m in newest["messages"]]
+    prompts = 0
+    for state in history:
+        got = [m["id"] for m in state["values"].get("messages", [])]
+        assert got == ids[:len(got)], "an earlier step's window is a prefix of the latest"
+        prompts += bool(state["values"].get("system_prompt"))
+    assert prompts >= len(history) // 2, "the system prompt is rebuilt at every step after the first model call"
+    first_turn = [m for m in history if [x["type"] for x in m["values"].get("messages", [])].count("human") == 1]
+    assert any(m["values"]["messages"][-1]["type"] == "ai" and not m["values"]["messages"][-1].get("tool_calls")
+               for m in first_turn), "the first turn's answer is in history"
