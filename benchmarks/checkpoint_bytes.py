@@ -82,6 +82,7 @@ def worker(kind: str, turns: int, verify: int, admin_url: str, out: str) -> int:
                     return postgres_bytes(url, THREAD) if url else sqlite_bytes(Path(data) / "checkpoints.sqlite", THREAD)
 
                 graph = p.graph()
+                reads = _timed(p.checkpointer, "get_delta_channel_history")
                 for i, line in enumerate(lines):
                     if i in marks:
                         res["bytes_at"][i] = size()
@@ -92,6 +93,7 @@ def worker(kind: str, turns: int, verify: int, admin_url: str, out: str) -> int:
                         print(f"  {kind}: turn {i + 1:,} of {turns:,}, {size() / (i + 1):,.0f} bytes/turn so far",
                               file=sys.stderr, flush=True)
                 res["bytes_at"][turns] = size()
+                res["delta_reads"], res["delta_read_s"] = reads.calls, reads.seconds
                 t0 = time.perf_counter()
                 read = saved_history(p.checkpointer, {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}})
                 res["read_all_s"] = time.perf_counter() - t0
@@ -119,6 +121,27 @@ def worker(kind: str, turns: int, verify: int, admin_url: str, out: str) -> int:
     return 0
 
 
+class _Timed:
+    calls = 0
+    seconds = 0.0
+
+
+def _timed(saver: Any, name: str) -> _Timed:
+    """Count the calls of ``saver.<name>`` and the time spent in them, from now on."""
+    tally, inner = _Timed(), getattr(saver, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            tally.calls += 1
+            tally.seconds += time.perf_counter() - t0
+
+    setattr(saver, name, timed)
+    return tally
+
+
 class _nothing:
     def __enter__(self) -> str:
         return ""
@@ -134,14 +157,17 @@ def render(results: list[dict[str, Any]], turns: int, command: str, started: str
         f"`{command}` — {turns:,} turns on one thread per checkpointer, window {perf_turns.WINDOW:,} tokens, offline "
         f"model (not an LLM), both checkpointers side by side. Machine: {started}. Took {seconds / 60:.0f} min.",
         "",
-        f"| checkpointer | {head} | all checkpoint data | checkpoints | per-turn p50 / p95 (ms, last range) |",
-        "|---|" + "---:|" * (len(rs) + 3),
+        f"| checkpointer | {head} | all checkpoint data | checkpoints | per-turn p50 / p95 (ms, last range) "
+        "| delta-channel reads per turn (calls, ms) |",
+        "|---|" + "---:|" * (len(rs) + 4),
     ]
     for res in results:
         at = {int(k): v for k, v in res["bytes_at"].items()}
         cells = " | ".join(f"{(at[r.stop] - at[r.start]) / len(r):,.0f}" for r in rs)
         p50, p95 = perf_data.percentiles(res["times"][rs[-1].start:rs[-1].stop])
-        lines.append(f"| {res['kind']} | {cells} | {at[turns] / 1e6:,.1f} MB | {res['checkpoints']:,} | {p50:.1f} / {p95:.1f} |")
+        reads = f"{res['delta_reads'] / turns:.1f}, {1000 * res['delta_read_s'] / turns:.1f}"
+        lines.append(f"| {res['kind']} | {cells} | {at[turns] / 1e6:,.1f} MB | {res['checkpoints']:,} | {p50:.1f} / {p95:.1f} "
+                     f"| {reads} |")
     sqlite = next((r for r in results if r["kind"] == "sqlite"), None)
     lines.append("")
     if sqlite:

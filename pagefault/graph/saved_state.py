@@ -25,12 +25,12 @@ def _plain(value: Any) -> Any:
 
 
 def _fold(channel: str, base: Any, writes: Sequence[Any]) -> Any:
-    reducer, empty = DELTA_CHANNELS[channel]
-    state = empty() if base is None else base
+    spec = DELTA_CHANNELS[channel]
+    reducer, state = spec.reducer, spec.empty() if base is None else base
     pending: list[Any] = []
     for w in writes:
         if isinstance(w, Overwrite):  # a reset: what came before it no longer counts
-            state, pending = (empty() if w.value is None else w.value), []
+            state, pending = (spec.empty() if w.value is None else w.value), []
         else:
             pending.append(w)
     return reducer(state, pending) if pending else state

@@ -2,8 +2,8 @@
 
 The channels that change at nearly every step and hold the most (``messages``, ``summary``, ``tokens``,
 ``system_prompt``) are LangGraph ``DeltaChannel``s: a checkpoint stores what a step wrote to them, not
-their whole value, and a full value every ``SNAPSHOT_EVERY`` writes; reading a checkpoint replays the
-writes since the last full value through the reducer (``graph.saved_state`` does so for the readers
+their whole value, and a full value every so many writes (``DeltaSpec.snapshot_every``); reading a
+checkpoint replays the writes since the last full value through the reducer (``graph.saved_state`` does so for the readers
 that take checkpoints straight from a saver). Their reducers are therefore deterministic and give the
 same value however the writes are batched: a message written without an id gets one derived from where
 it lands (``message_id``), never a random one, and the system prompt is written as a line patch
@@ -19,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Sequence, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage, convert_to_messages
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage, convert_to_messages
 from langchain_core.messages.utils import message_chunk_to_message
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import add_messages
@@ -43,43 +43,68 @@ def _repair(message: BaseMessage) -> BaseMessage:
     return message
 
 
-#: A delta channel stores its whole value at least once every this many writes to it.
-SNAPSHOT_EVERY = 100
-
 _IDS = uuid.UUID("6f1d2c3a-9b7e-4c55-8d0a-2f4e1b6c7a90")  # namespace of the ids ``message_id`` derives
 
 
-def message_id(before: Sequence[BaseMessage], position: int, message: BaseMessage) -> str:
-    """The id of a message written without one: derived from the last message already there, how many
-    there are, the message's position in its write, its type and its content. The same write on the same
-    state gets the same id, as replaying a delta channel's writes requires (``add_messages`` would draw a
-    random one each time)."""
-    last = before[-1].id if before else ""
+def message_id(last: str, count: int, position: int, message: BaseMessage) -> str:
+    """The id of a message written without one: derived from the id of the last message already there
+    (``last``), how many there are (``count``), the message's position in its write, its type and its
+    content. The same write on the same state gets the same id, as replaying a delta channel's writes
+    requires (``add_messages`` would draw a random one each time)."""
     content = json.dumps(message.content, sort_keys=True, ensure_ascii=False, default=str)
-    return str(uuid.uuid5(_IDS, f"{last}|{len(before)}|{position}|{message.type}|{content}"))
+    return str(uuid.uuid5(_IDS, f"{last}|{count}|{position}|{message.type}|{content}"))
 
 
 def _listed(messages: Any) -> list[Any]:
     return list(messages) if isinstance(messages, (list, tuple)) else [messages]
 
 
+def _messages(value: Any) -> list[Any]:
+    return [message_chunk_to_message(m) for m in convert_to_messages(_listed(value))]
+
+
+def _with_ids(last: str, count: int, new: list[Any]) -> list[Any]:
+    return [m if m.id else m.model_copy(update={"id": message_id(last, count, i, m)}) for i, m in enumerate(new)]
+
+
 def add_storable_messages(left: Any, right: Any) -> Any:
     """``add_messages``, with text UTF-8 cannot encode (lone surrogates, e.g. from a JSON ``\\ud800``
     escape) replaced by U+FFFD (every message must be storable by the checkpointer and the indexes),
     and an id for each new message without one from ``message_id``."""
-    before: list[Any] = [message_chunk_to_message(m) for m in convert_to_messages(_listed(left))]
-    new: list[Any] = [message_chunk_to_message(m) for m in convert_to_messages(_listed(right))]
-    new = [m if m.id else m.model_copy(update={"id": message_id(before, i, m)}) for i, m in enumerate(new)]
+    before = _messages(left)
+    new = _with_ids(before[-1].id if before else "", len(before), _messages(right))
     # add_messages returns the merged list of message objects; its declared type is its (wider) input type.
     merged = cast("list[BaseMessage]", add_messages(before, new))
     return [_repair(m) for m in merged]
 
 
 def fold_messages(state: Any, writes: Sequence[Any]) -> Any:
-    """The ``messages`` reducer: each write merged in turn (``add_storable_messages``)."""
+    """The ``messages`` reducer: each write merged in turn, as ``add_storable_messages`` merges one.
+
+    A replay folds many writes (up to a snapshot's worth), so the writes between two that remove
+    messages are merged in one ``add_messages`` call: without removals, merging by id one write at a
+    time or all at once gives the same list. Only the ids of id-less messages need the state before
+    their write, and for that its last id and its length are enough, which are followed here."""
+    merged = _messages(state)
+    known = {m.id for m in merged}
+    last, count = (merged[-1].id if merged else ""), len(merged)
+    pending: list[Any] = []
     for w in writes:
-        state = add_storable_messages(state, w)
-    return state
+        new = _messages(w)
+        if any(isinstance(m, RemoveMessage) for m in new):
+            merged = add_storable_messages(add_messages(merged, pending) if pending else merged, new)
+            pending, known = [], {m.id for m in merged}
+            last, count = (merged[-1].id if merged else ""), len(merged)
+            continue
+        new = _with_ids(last, count, new)
+        for m in new:
+            if m.id not in known:
+                known.add(m.id)
+                last, count = m.id, count + 1
+        pending += new
+    if pending:
+        merged = cast("list[BaseMessage]", add_messages(merged, pending))
+    return [_repair(m) for m in merged]
 
 
 def last_value(state: Any, writes: Sequence[Any]) -> Any:
@@ -132,12 +157,29 @@ def patched_prompt(state: Any, writes: Sequence[Any]) -> Any:
     return state
 
 
-#: The delta channels of ``PagefaultState``: each one's reducer and its empty value.
-DELTA_CHANNELS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], Callable[[], Any]]] = {
-    "messages": (fold_messages, list),
-    "summary": (last_value, str),
-    "tokens": (last_value, dict),
-    "system_prompt": (patched_prompt, str),
+@dataclass(frozen=True)
+class DeltaSpec:
+    """One delta channel: its reducer, its empty value, and how many writes to it go between two full values.
+
+    A read walks back to the oldest of the channels' last full values, so each is stored about every ten
+    turns: a turn writes ``messages`` about four times, ``tokens`` and ``system_prompt`` about twice (once
+    per model call), and ``summary`` once in several turns (at a compaction)."""
+
+    reducer: Callable[[Any, Sequence[Any]], Any]
+    empty: Callable[[], Any]
+    snapshot_every: int
+
+    def channel(self) -> DeltaChannel[Any]:
+        """The ``DeltaChannel`` a state field is annotated with."""
+        return DeltaChannel(self.reducer, snapshot_frequency=self.snapshot_every)
+
+
+#: The delta channels of ``PagefaultState``.
+DELTA_CHANNELS: dict[str, DeltaSpec] = {
+    "messages": DeltaSpec(fold_messages, list, 40),
+    "summary": DeltaSpec(last_value, str, 2),
+    "tokens": DeltaSpec(last_value, dict, 20),
+    "system_prompt": DeltaSpec(patched_prompt, str, 20),
 }
 
 
@@ -145,7 +187,7 @@ DELTA_CHANNELS: dict[str, tuple[Callable[[Any, Sequence[Any]], Any], Callable[[]
 class InputState:
     """What a caller sends: new messages."""
 
-    messages: Annotated[Sequence[AnyMessage], DeltaChannel(fold_messages, snapshot_frequency=SNAPSHOT_EVERY)] = \
+    messages: Annotated[Sequence[AnyMessage], DELTA_CHANNELS["messages"].channel()] = \
         field(default_factory=list)
 
 
@@ -161,7 +203,7 @@ class PagefaultState(InputState):
     recall and in earlier checkpoints.
     """
 
-    summary: Annotated[str, DeltaChannel(last_value, snapshot_frequency=SNAPSHOT_EVERY)] = ""
+    summary: Annotated[str, DELTA_CHANNELS["summary"].channel()] = ""
     """Recursive summary of every evicted message."""
     evicted_count: int = 0
     """How many of the thread's oldest messages have been evicted from the window."""
@@ -171,12 +213,12 @@ class PagefaultState(InputState):
     """The one-shot memory-pressure warning has fired since the last compaction."""
     compactions: int = 0
     """How many times this thread has been compacted."""
-    tokens: Annotated[dict[str, Any], DeltaChannel(last_value, snapshot_frequency=SNAPSHOT_EVERY)] = \
+    tokens: Annotated[dict[str, Any], DELTA_CHANNELS["tokens"].channel()] = \
         field(default_factory=dict)
     """Token accounting of the last model call, by segment, with the window size."""
     owner: dict[str, str] = field(default_factory=dict)
     """The user and agent of the thread's first run; nobody else may run on it (``nodes.thread_owner``)."""
-    system_prompt: Annotated[str, DeltaChannel(patched_prompt, snapshot_frequency=SNAPSHOT_EVERY)] = ""
+    system_prompt: Annotated[str, DELTA_CHANNELS["system_prompt"].channel()] = ""
     """The system prompt of the last model call as it was sent: with the messages before that call, each
     checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""
     evicted_user_messages: int = -1

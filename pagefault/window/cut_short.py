@@ -28,6 +28,7 @@ saved, and puts the new input in ``__start__`` where the old one was. A message 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Iterator, Self, Sequence, cast
 
@@ -80,9 +81,11 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
     (see the module docstring). ``setup`` is how the graph was built (``AgentSetup``); it says who a run
     is for."""
 
-    def __init__(self, *, setup: AgentSetup, **kwargs: Any) -> None:
+    def __init__(self, *, setup: AgentSetup, _finished: OrderedDict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.setup = setup
+        # thread -> the checkpoint a run of this graph ended at; shared by its copies (``with_config``)
+        self._finished: OrderedDict[str, str] = OrderedDict() if _finished is None else _finished
 
     @classmethod
     def of(cls, compiled: CompiledStateGraph[PagefaultState, Context, Any, PagefaultState],
@@ -107,25 +110,68 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         saved = isinstance(self.checkpointer, BaseCheckpointSaver)
         return config, by if new_input and top_level and saved else None
 
+    def _latest(self, config: RunnableConfig) -> str | None:
+        """The id of the thread's latest checkpoint (one read; the state itself is not rebuilt)."""
+        assert isinstance(self.checkpointer, BaseCheckpointSaver)
+        tup = self.checkpointer.get_tuple(_root(config))
+        return None if tup is None else str(tup.checkpoint["id"])
+
+    async def _alatest(self, config: RunnableConfig) -> str | None:
+        assert isinstance(self.checkpointer, BaseCheckpointSaver)
+        tup = await self.checkpointer.aget_tuple(_root(config))
+        return None if tup is None else str(tup.checkpoint["id"])
+
+    def _ended_here(self, config: RunnableConfig, latest: str | None) -> bool:
+        """Whether the thread's latest checkpoint is the one a run of this graph ended at: its last run
+        was not cut short, and its state need not be read to know it."""
+        return latest is not None and self._finished.get(_thread_key(config)) == latest
+
+    def _note_end(self, config: RunnableConfig, latest: str | None) -> None:
+        """A run ended (returned, or stopped at an interrupt) at checkpoint ``latest``."""
+        if latest is None:
+            return
+        key = _thread_key(config)
+        self._finished[key] = latest
+        self._finished.move_to_end(key)
+        while len(self._finished) > _FINISHED_KEPT:
+            self._finished.popitem(last=False)
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
         """``Pregel.stream``, after finishing the thread's cut-short run (its parts come first)."""
         config, by = self._plan(input, config, kwargs.get("context"))
-        if by is not None:
+        if by is not None and not self._ended_here(config, self._latest(config)):
             snapshot = self.get_state(config)
             if cut_short(snapshot, by):
                 yield from super().stream(None, _finishing(config, snapshot), **kwargs)
         yield from super().stream(input, config, **kwargs)
+        if by is not None:
+            self._note_end(config, self._latest(config))
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
         """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first)."""
         config, by = self._plan(input, config, kwargs.get("context"))
-        if by is not None:
+        if by is not None and not self._ended_here(config, await self._alatest(config)):
             snapshot = await self.aget_state(config)
             if cut_short(snapshot, by):
                 async for part in super().astream(None, _finishing(config, snapshot), **kwargs):
                     yield part
         async for part in super().astream(input, config, **kwargs):
             yield part
+        if by is not None:
+            self._note_end(config, await self._alatest(config))
+
+
+#: Threads whose last run's end ``ResumingGraph`` remembers (the most recently run).
+_FINISHED_KEPT = 10_000
+
+
+def _root(config: RunnableConfig) -> RunnableConfig:
+    return cast(RunnableConfig, {"configurable": {"thread_id": (config.get("configurable") or {})["thread_id"],
+                                                  "checkpoint_ns": ""}})
+
+
+def _thread_key(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {})["thread_id"])
 
 
 #: Input checkpoints read per query while looking for inputs that cut-short runs lost.

@@ -157,3 +157,29 @@ def test_a_checkpoint_file_from_before_opens_reads_and_goes_on(tmp_path):
         assert history is not None and _view(history[0]) == _view(now)
         read = saved_history(p.checkpointer, {"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}})
         assert _view(read[-1].checkpoint["channel_values"]["messages"]) == _view(now)
+
+
+def test_a_turn_on_a_thread_whose_last_run_ended_here_rebuilds_its_state_once(tmp_path):
+    """The check for a cut-short run needs the thread's state only when its latest checkpoint is not
+    where this graph's last run on it ended: a turn then rebuilds the delta channels once (LangGraph's
+    own load), not twice."""
+    data = str(tmp_path / "d")
+    ctx = Context(user_id="ana", data_dir=data)
+    with open_embedded(data) as p:
+        graph = p.graph()
+        graph.invoke({"messages": [HumanMessage("My name is Ana.")]}, CONFIG, context=ctx)
+        calls: list[int] = []
+        walk = p.checkpointer.get_delta_channel_history
+
+        def counted(**kwargs: Any) -> Any:
+            calls.append(1)
+            return walk(**kwargs)
+
+        p.checkpointer.get_delta_channel_history = counted  # type: ignore[method-assign]
+        graph.invoke({"messages": [HumanMessage("I live in Lisbon.")]}, CONFIG, context=ctx)
+        assert len(calls) == 1
+        # Another writer on the thread (here: an update between runs): the next turn reads the state to check.
+        graph.update_state(CONFIG, {"summary": "changed elsewhere"})
+        calls.clear()
+        graph.invoke({"messages": [HumanMessage("Where do I live?")]}, CONFIG, context=ctx)
+        assert len(calls) == 2

@@ -128,3 +128,31 @@ def test_compressed_serializer_round_trips_and_reads_what_was_written_before():
     assert _view(serde.loads_typed(plain.dumps_typed(window))) == _view(window)
     with pytest.raises(ValueError, match="neither zlib nor raw"):
         serde.loads_typed(("msgpack+aes", b"\x00"))
+
+
+def test_the_batched_fold_is_the_same_as_merging_one_write_at_a_time():
+    from pagefault.graph.state import add_storable_messages
+
+    rng = random.Random(11)
+    for trial in range(30):
+        writes, ids = [], []
+        for step in range(rng.randrange(5, 40)):
+            roll = rng.random()
+            if roll < 0.1 and ids:
+                gone = rng.choice(ids)
+                ids.remove(gone)
+                writes.append([RemoveMessage(id=gone)])
+            elif roll < 0.13:
+                writes.append([RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage(f"fresh {step}")])
+                ids = []
+            elif roll < 0.25 and ids:  # a new version of a message already there
+                writes.append([AIMessage(f"edited {step}", id=rng.choice(ids))])
+            elif roll < 0.6:
+                writes.append([HumanMessage(rng.choice(["ok", "yes", f"say {step}"]))])  # id-less, repeats
+            else:
+                writes.append([AIMessage(f"answer {step}", id=f"ai-{trial}-{step}")])
+                ids.append(f"ai-{trial}-{step}")
+        one_by_one: list = []
+        for w in writes:
+            one_by_one = add_storable_messages(one_by_one, w)
+        assert _view(fold_messages([], writes)) == _view(one_by_one), trial
