@@ -14,7 +14,9 @@ looked for (never a password), so whoever runs the agent knows which engine to b
 from __future__ import annotations
 
 import os
+import select
 import threading
+import time
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -207,13 +209,63 @@ def postgres_unavailable(url: str, exc: BaseException) -> ServiceUnavailable:
     return ServiceUnavailable(POSTGRES, public_url(url), detail)
 
 
+#: A pooled connection last lent longer ago than this is checked with a round trip before it is lent
+#: again (a database host that rebooted answers an old connection with a reset only when asked).
+CHECK_IDLE_SECONDS = 10.0
+_LENT = "_pagefault_lent"  # monotonic time a connection was last lent by a pool's check
+
+
+def _needs_round_trip(conn: Any) -> bool:
+    """Whether a pooled connection must be checked by a round trip before it is lent: it has been idle
+    longer than ``CHECK_IDLE_SECONDS``, or its socket has something to read. An idle autocommit
+    connection is sent nothing unasked, so anything there is a server that restarted or terminated it
+    (its FATAL notice, or the end of the stream: a proxy or the network closed it)."""
+    now = time.monotonic()
+    last = getattr(conn, _LENT, None)
+    setattr(conn, _LENT, now)
+    if last is None or now - last > CHECK_IDLE_SECONDS or conn.closed:
+        return True
+    try:
+        poller = select.poll()  # not select(): a busy process may hold descriptors past its limit of 1024
+        poller.register(conn.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # no socket any more
+        return True
+
+
+def check_pooled(conn: Any) -> None:
+    """A pool's ``check`` that costs no round trip for a connection in use a moment ago whose socket is
+    quiet (``_needs_round_trip``), else ``ConnectionPool.check_connection``: a dead connection raises,
+    and the pool lends another (reconnecting), so a database that restarted is reconnected to."""
+    from psycopg_pool import ConnectionPool
+
+    if _needs_round_trip(conn):
+        try:
+            ConnectionPool.check_connection(conn)
+        except BaseException:
+            setattr(conn, _LENT, None)
+            raise
+
+
+async def check_pooled_async(conn: Any) -> None:
+    """``check_pooled`` for an ``AsyncConnectionPool``."""
+    from psycopg_pool import AsyncConnectionPool
+
+    if _needs_round_trip(conn):
+        try:
+            await AsyncConnectionPool.check_connection(conn)
+        except BaseException:
+            setattr(conn, _LENT, None)
+            raise
+
+
 _pools: dict[str, Any] = {}
 _pools_lock = threading.Lock()
 
 
 def postgres_pool(url: str, *, max_size: int = 8) -> Any:
     """A connection pool for ``url``, one per process, that checks a connection before lending it
-    (so a database that restarted is reconnected to, not failed on)."""
+    (``check_pooled``: so a database that restarted is reconnected to, not failed on)."""
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
@@ -222,7 +274,7 @@ def postgres_pool(url: str, *, max_size: int = 8) -> Any:
         if pool is None or pool.closed:
             pool = ConnectionPool(
                 url, min_size=1, max_size=max_size, timeout=CONNECT_TIMEOUT, open=True,
-                check=ConnectionPool.check_connection, name="pagefault",
+                check=check_pooled, name="pagefault",
                 kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row,
                         "connect_timeout": int(CONNECT_TIMEOUT)},
             )

@@ -93,7 +93,7 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None,
     # its kwargs, so it would say Connection[TupleRow].
     pool = cast("ConnectionPool[Connection[DictRow]]", ConnectionPool(
         url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT, open=True,
-        check=ConnectionPool.check_connection, name="pagefault-langgraph",
+        check=backends.check_pooled, name="pagefault-langgraph",
         kwargs={**_POOL_KWARGS, "row_factory": dict_row}))
     saver, store = PostgresSaver(pool, serde=checkpoint_serializer()), PostgresStore(pool)
     try:
@@ -139,7 +139,7 @@ async def _async_pool(url: str) -> AsyncIterator[tuple[str, Any]]:
     from psycopg_pool import AsyncConnectionPool
 
     pool = AsyncConnectionPool(url, min_size=1, max_size=POOL_SIZE, timeout=CONNECT_TIMEOUT, open=False,
-                               check=AsyncConnectionPool.check_connection, name="pagefault-langgraph",
+                               check=backends.check_pooled_async, name="pagefault-langgraph",
                                kwargs={**_POOL_KWARGS, "row_factory": dict_row})
     await pool.open()
     try:
