@@ -38,7 +38,8 @@ the thread's lock.
 timed rounds (so the table is not skewed by it) and prints the top 25 pagefault functions by
 cumulative time, then the top functions anywhere by own time (``--profile embedded`` profiles path 2;
 ``--profile-out FILE`` keeps the pstats file).
-cProfile sees the turn's own thread only, not the write-behind threads.
+cProfile sees the turn's own thread only, not the write-behind threads. ``--times-out FILE`` keeps
+every path's turn times (seconds, in script order) as JSON, to tell the script's kinds of turn apart.
 """
 
 from __future__ import annotations
@@ -428,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile-out", default="", help="keep the profile's pstats file here (for pstats or snakeviz)")
     ap.add_argument("--admin-url", default=os.environ.get("PAGEFAULT_TEST_POSTGRES",
                                                           "postgresql://postgres@127.0.0.1:5432/test"))
+    ap.add_argument("--times-out", default="", help="keep each path's turn times (seconds, in script order) as JSON here")
     ap.add_argument("--no-write", action="store_true", help="print the table, do not touch RESULTS.md")
     ap.add_argument("--results", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     ap.add_argument("--worker", choices=list(PATHS), default=None, help=argparse.SUPPRESS)
@@ -444,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/production_path.py" + "".join(" " + shlex.quote(a) for a in raw)
     res = run(args)
     body = render(res, args, command)
+    if args.times_out:
+        Path(args.times_out).write_text(json.dumps(res["times"]))
     print(body)
     if res["profile"]:
         print(res["profile"])
