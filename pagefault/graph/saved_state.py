@@ -54,17 +54,6 @@ def saved_values(saver: BaseCheckpointSaver, tup: CheckpointTuple) -> dict[str, 
     return values
 
 
-async def asaved_values(saver: BaseCheckpointSaver, tup: CheckpointTuple) -> dict[str, Any]:
-    """``saved_values`` for an async saver."""
-    values, missing = _stored(tup)
-    if missing:
-        history = await saver.aget_delta_channel_history(config=tup.config, channels=missing)
-        for ch in missing:
-            entry = history.get(ch) or {"writes": []}
-            values[ch] = _fold(ch, _plain(entry.get("seed")), [w[2] for w in entry["writes"]])
-    return values
-
-
 def latest_saved(saver: BaseCheckpointSaver, thread_id: str) -> tuple[CheckpointTuple, dict[str, Any]] | None:
     """A thread's latest checkpoint and its channel values; None if the saver has no such thread."""
     tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
