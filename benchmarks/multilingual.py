@@ -66,7 +66,7 @@ def run(embeddings: str) -> dict[str, Any]:
             svc.recall.writer.flush()
             stored = svc.recall.index.collection.get(where={"scope": scope.key}, include=["embeddings", "metadatas"])
             by_id = {m["message_id"]: v for m, v in zip(stored["metadatas"], stored["embeddings"])}
-            base = Baselines(tmp, svc.embeddings.embed_array)
+            base = Baselines(tmp, svc.embeddings.embed_query_array)
             ids = [str(i) for i in range(len(facts))]
             vectors = np.array([by_id[f"fact-{i}"] for i in range(len(facts))], dtype=np.float32)
             base.load(USER, ids, [f["fact"] for f in facts], vectors)

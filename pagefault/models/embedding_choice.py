@@ -13,8 +13,9 @@ Three ways to choose it, the same everywhere a choice is taken (``Context.embedd
   instances of one class can be different models), so an instance always comes with one.
 
 Each collection records the name and dimensions of the model that made its vectors
-(``pagefault.stores.index.embedding_record``). Queries and documents are embedded the same way
-(``embed_documents``), as symmetric models such as OpenAI's and MiniLM expect.
+(``pagefault.stores.index.embedding_record``). What is stored is embedded with the model's
+``embed_documents``, and a search's query with its ``embed_query`` (LangChain's two sides: the same thing
+for symmetric models such as OpenAI's and MiniLM, a ``query:`` / ``passage:`` prefix for E5-style ones).
 """
 
 from __future__ import annotations
@@ -46,10 +47,14 @@ PROBE_TEXT = "dimensions"
 
 class ArrayEmbedding(Protocol):
     """What the search indexes need of an embedding: vectors of texts as one float32 array, a row each
-    (``EmbeddingModel`` and ``OfflineEmbeddings`` both give them)."""
+    (``EmbeddingModel`` and ``OfflineEmbeddings`` both give them), for what is stored and for queries."""
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """One vector per text of ``texts``, as rows of a float32 array."""
+        """One vector per text of ``texts`` (texts to store), as rows of a float32 array."""
+        ...
+
+    def embed_query_array(self, queries: Sequence[str]) -> np.ndarray:
+        """One vector per search query of ``queries``, as rows of a float32 array."""
         ...
 
 
@@ -101,13 +106,26 @@ class EmbeddingModel(Embeddings):
         return self._dimensions
 
     def embed_array(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts``, one float32 row each (shape ``(len(texts), dimensions)``)."""
+        """Unit vectors of ``texts`` (texts to store: the model's ``embed_documents``), one float32 row each
+        (shape ``(len(texts), dimensions)``)."""
         texts = list(texts)
+        if self._offline is not None and texts:
+            return self._offline.embed_array(texts)
+        return self._cached(texts, query=False)
+
+    def embed_query_array(self, queries: Sequence[str]) -> np.ndarray:
+        """Unit vectors of search ``queries`` (the model's ``embed_query``, one call per query), one float32
+        row each. For a symmetric model these equal ``embed_array``'s; they are cached apart all the same."""
+        queries = list(queries)
+        if self._offline is not None and queries:
+            return self._offline.embed_query_array(queries)
+        return self._cached(queries, query=True)
+
+    def _cached(self, texts: list[str], *, query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        if self._offline is not None:
-            return self._offline.embed_array(texts)
-        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        side = b"q" if query else b"d"
+        keys = [side + hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
         found: dict[bytes, np.ndarray] = {}
         with self._lock:
             for k in keys:
@@ -118,7 +136,7 @@ class EmbeddingModel(Embeddings):
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         if missing:
             text_of = dict(zip(keys, texts))
-            fresh = self._embed([text_of[k] for k in missing])
+            fresh = self._embed([text_of[k] for k in missing], query=query)
             with self._lock:
                 for k, v in zip(missing, fresh):
                     self._cache[k] = found[k] = v
@@ -127,10 +145,14 @@ class EmbeddingModel(Embeddings):
                     self._cache.popitem(last=False)
         return np.vstack([found[k] for k in keys]).astype(np.float32, copy=False)
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
-        """The model's vectors of ``texts``, checked for shape and scaled to unit length."""
+    def _embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
+        """The model's vectors of ``texts`` (as queries if ``query``), checked for shape and scaled to unit
+        length."""
         try:
-            raw = self.embeddings.embed_documents([t or " " for t in texts])
+            if query:
+                raw = [self.embeddings.embed_query(t or " ") for t in texts]
+            else:
+                raw = self.embeddings.embed_documents([t or " " for t in texts])
         except Exception as e:
             detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise EmbeddingsError(f"embedding {self.name!r} failed: {detail}") from e
@@ -152,8 +174,8 @@ class EmbeddingModel(Embeddings):
         return self.embed_array(texts).tolist()
 
     def embed_query(self, text: str) -> list[float]:
-        """LangChain's ``Embeddings``: the vector of one query ``text``, embedded as documents are."""
-        return self.embed_array([text])[0].tolist()
+        """LangChain's ``Embeddings``: the vector of one query ``text`` (unit length)."""
+        return self.embed_query_array([text])[0].tolist()
 
     def describe(self) -> str:
         """``'name' (N dimensions)`` when the dimensions are known, else ``'name'``, for messages."""

@@ -185,6 +185,10 @@ class OfflineEmbeddings(UnitVectorSpaces, Embeddings):
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return self._model.embed_cached(list(texts))
 
+    def embed_query_array(self, queries: Sequence[str]) -> np.ndarray:
+        """Embeddings of search ``queries``: MiniLM is symmetric, so the same vectors as ``embed_array``'s."""
+        return self.embed_array(queries)
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """LangChain's ``Embeddings``: one vector per text of ``texts``."""
         return self.embed_array(texts).tolist()

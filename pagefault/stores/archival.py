@@ -552,7 +552,7 @@ class ArchivalStore:
             raise ValueError(f"as_of must be epoch seconds, got {as_of!r}")
         validity = true_at(as_of) if as_of is not None else ALL if include_superseded else CURRENT
         if self.journal is not None and self.journal.hurry():
-            self._index.embeddings.embed_array([query])  # cached for the search, while the writer writes
+            self._index.embeddings.embed_query_array([query])  # cached for the search, while the writer writes
         hits = self.index.search(query, scope.key, top_k, tags=check_tags(tags), start=start, end=end,
                                  validity=validity)
         return [(record_from_hit(h), h) for h in hits]

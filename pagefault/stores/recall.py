@@ -367,7 +367,7 @@ class RecallIndex:
         filters = SearchFilters(thread_id=thread_id, start=start, end=end)
         turn_lexical = self.index.start_lexical(query, scope.key, n, **filters)
         unit_lexical = self.units.start_lexical(query, scope.key, n, **filters)
-        qvec = self.index.embeddings.embed_array([query])[0]
+        qvec = self.index.embeddings.embed_query_array([query])[0]
         turn = self.index.signals(query, qvec, scope.key, n, lexical=turn_lexical, **filters)
         unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, lexical=unit_lexical, **filters)
         scores = fuse([(WEIGHTS["turn_lexical"], turn.lexical), (WEIGHTS["unit_lexical"], unit.lexical),

@@ -10,6 +10,7 @@ import sqlite3
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import HumanMessage
 from support.scripted_openai import API_KEY, EMBED_DIMS, EMBEDDING_MODEL, ScriptedOpenAI, trigram_embedding
 
@@ -75,6 +76,52 @@ def test_an_instance_embeds_every_tier_and_search_finds_by_its_vectors(tmp_path)
             assert [query] in [r["input"] for r in api.embedding_requests[sent:]]
             assert [h.text for h in svc.recall.search(Scope("ana"), "harbor at dawn", 1)] == \
                 ["user: Tell me about the harbour at dawn."]
+
+
+class _E5Style(Embeddings):
+    """An asymmetric model in E5's shape over the scripted server's real embedding: stored texts go out
+    as ``passage: ...``, search queries as ``query: ...``."""
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents([f"passage: {t}" for t in texts])
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_documents([f"query: {text}"])[0]
+
+
+def test_searches_embed_the_query_with_embed_query_and_stored_texts_with_embed_documents(tmp_path):
+    """An asymmetric model gets its two sides: archival and recall searches embed the query through
+    ``embed_query``, what they store through ``embed_documents``, and the two are cached apart."""
+    with ScriptedOpenAI() as api:
+        model = EmbeddingModel("scripted-trigram-e5-style", _E5Style(api.embeddings()))
+        with open_embedded(str(tmp_path / "mem"), embeddings=model) as p:
+            _say(p.graph(), Context(user_id="ana"), "Tell me about the harbour at dawn.")
+            svc = MemoryServices.open(p.data_dir)
+            svc.archival.insert(Scope("ana"), FACTS[0])
+            query = "acquarium valensia sisterly"
+            sent = len(api.embedding_requests)
+            (record, hit), *_ = svc.archival.explained_search(Scope("ana"), query, 3)
+            assert record.text == FACTS[0] and hit.parts is not None and hit.parts.bm25 is None
+            q, d = trigram_embedding([f"query: {query}", f"passage: {FACTS[0]}"])
+            assert hit.parts.dense == pytest.approx(float(np.dot(q, d)), abs=1e-4)
+            inputs = [r["input"] for r in api.embedding_requests[sent:]]
+            assert [f"query: {query}"] in inputs and [f"passage: {query}"] not in inputs, inputs
+            stored = svc.archival.index.collection.get(include=["embeddings"])["embeddings"]
+            np.testing.assert_allclose(np.asarray(stored), np.asarray([d]), atol=1e-5)
+
+            sent = len(api.embedding_requests)
+            hits = svc.recall.search(Scope("ana"), "harbor at dawn", 1)
+            assert [h.text for h in hits] == ["user: Tell me about the harbour at dawn."]
+            assert [r["input"] for r in api.embedding_requests[sent:]] == [["query: harbor at dawn"]]
+
+            # One text on both sides: two vectors, each from its own side, neither served from the other's cache.
+            both = [model.embed_array(["tide tables"])[0], model.embed_query_array(["tide tables"])[0]]
+            np.testing.assert_allclose(np.asarray(both), np.asarray(trigram_embedding(
+                ["passage: tide tables", "query: tide tables"])), atol=1e-5)
+            assert model.embed_query("tide tables") == pytest.approx(both[1].tolist(), abs=1e-6)
 
 
 def test_import_history_runs_on_the_embedding_the_store_was_opened_with(tmp_path):

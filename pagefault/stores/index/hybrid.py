@@ -300,7 +300,7 @@ class HybridIndex:
         n = max(MIN_CANDIDATES, k * CANDIDATE_FACTOR)
         filters = SearchFilters(thread_id=thread_id, tags=tags, start=start, end=end)
         lexical = self.start_lexical(query, scope, n, validity=validity, **filters)
-        qvec = self.embeddings.embed_array([query])[0]
+        qvec = self.embeddings.embed_query_array([query])[0]
         sig = self.signals(query, qvec, scope, n, with_docs=False, lexical=lexical, validity=validity, **filters)
         scores = fuse([(1.0, sig.lexical), (1.0, sig.dense)])
         ranked = sorted(scores, key=lambda i: scores[i], reverse=True)[:k]
