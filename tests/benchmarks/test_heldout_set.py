@@ -1,0 +1,42 @@
+"""The held-out recall set (``benchmarks/data/heldout_conversations.json``, issue 26): it is well formed, and
+one of its conversations, imported through ``locomo.imported`` (``import_history`` and the agent's own
+``conversation_search``), is searched at least as well by pagefault as by BM25 alone. It lives in the
+repository, so this runs without ``../shared``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
+
+
+def test_every_question_names_evidence_that_its_conversation_holds():
+    convs = json.loads(HELDOUT.read_text())["conversations"]
+    seen: set[str] = set()
+    for conv in convs:
+        ids = [m["id"] for s in conv["dialog"]["sessions"] for m in s["messages"]]
+        assert len(ids) == len(set(ids)) and not seen & set(ids), conv["id"]
+        seen |= set(ids)
+        stamps = [s["timestamp"] for s in conv["dialog"]["sessions"]]
+        assert stamps == sorted(stamps), conv["id"]
+        for q in conv["questions"]:
+            assert q["question"].strip() and q["evidence"] and set(q["evidence"]) <= set(ids), q
+            assert q["category_name"] in {"single-hop", "multi-hop", "temporal", "open-domain"}, q
+    assert len(convs) >= 4 and sum(len(c["questions"]) for c in convs) >= 140
+
+
+def test_pagefault_finds_a_held_out_conversations_evidence_at_least_as_well_as_bm25(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import locomo
+
+    conv = json.loads(HELDOUT.read_text())["conversations"][0]
+    with locomo.imported(conv, str(tmp_path), 2048, None) as run:
+        assert run.report.imported == sum(len(s["messages"]) for s in conv["dialog"]["sessions"])
+        recall = {name: [locomo.recall_at(run.methods[name](q["question"]), q["evidence"])[10]
+                         for q in conv["questions"]] for name in ("pagefault", "BM25 only")}
+    ours, bm25 = (100 * sum(v) / len(v) for v in (recall["pagefault"], recall["BM25 only"]))
+    assert ours >= bm25, f"recall@10 {ours:.1f} fell below BM25's {bm25:.1f}"
+    assert ours >= 50, ours
