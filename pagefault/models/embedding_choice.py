@@ -5,7 +5,9 @@ Three ways to choose it, the same everywhere a choice is taken (``Context.embedd
 ``pagefault reindex --embeddings``):
 
 - ``"offline"`` (the default): the built-in all-MiniLM-L6-v2 (``models.embeddings``), 384 dimensions,
-  nothing downloaded;
+  nothing downloaded; English;
+- ``"offline-multilingual"``: the built-in Universal Sentence Encoder Multilingual v3
+  (``models.multilingual``), 512 dimensions, nothing downloaded; 16 languages (the ``multilingual`` extra);
 - a LangChain ``init_embeddings`` id, ``"provider:model"`` (``"openai:text-embedding-3-small"``,
   ``"ollama:nomic-embed-text"``): the id is the name its collections record;
 - any LangChain ``Embeddings`` instance, wrapped with the name its collections record:
@@ -31,6 +33,9 @@ from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embeddings import DIMENSION as OFFLINE_DIMENSIONS
 from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.multilingual import DIMENSION as MULTILINGUAL_DIMENSIONS
+from pagefault.models.multilingual import NAME as MULTILINGUAL
+from pagefault.models.multilingual import MultilingualEmbeddings
 
 #: The built-in embedding's name, the default choice, and what a collection without a record holds.
 OFFLINE = "offline"
@@ -91,6 +96,11 @@ class EmbeddingModel(Embeddings):
     def offline(cls) -> "EmbeddingModel":
         """The built-in all-MiniLM-L6-v2 (384 dimensions), named ``"offline"``."""
         return cls(OFFLINE, OfflineEmbeddings(), dimensions=OFFLINE_DIMENSIONS)
+
+    @classmethod
+    def multilingual(cls) -> "EmbeddingModel":
+        """The built-in USE Multilingual v3 (512 dimensions), named ``"offline-multilingual"``."""
+        return cls(MULTILINGUAL, MultilingualEmbeddings(), dimensions=MULTILINGUAL_DIMENSIONS)
 
     @property
     def known_dimensions(self) -> int | None:
@@ -203,7 +213,7 @@ def choice_name(choice: EmbeddingChoice | None) -> str:
 
 def _not_a_choice(choice: object) -> str:
     what = "a LangChain Embeddings" if isinstance(choice, Embeddings) else type(choice).__name__
-    return (f"embeddings must be 'offline', an init_embeddings id such as 'openai:text-embedding-3-small', or "
+    return (f"embeddings must be 'offline', '{MULTILINGUAL}', an init_embeddings id such as 'openai:text-embedding-3-small', or "
             f"EmbeddingModel(name, embeddings); got {what} (an instance needs the name its collections record: "
             "EmbeddingModel('my-model', embeddings))")
 
@@ -216,10 +226,12 @@ def embedding_model(choice: EmbeddingChoice | None = None) -> EmbeddingModel:
     name = choice_name(choice)
     if name == OFFLINE:
         return EmbeddingModel.offline()
+    if name == MULTILINGUAL:
+        return EmbeddingModel.multilingual()
     where = f" ({ENV})" if choice is None else ""
     if ":" not in name or not name.split(":", 1)[0].strip() or not name.split(":", 1)[1].strip():
-        raise EmbeddingsError(f"embeddings {name!r}{where}: expected 'offline' or a LangChain init_embeddings id "
-                              "'provider:model', such as 'openai:text-embedding-3-small'")
+        raise EmbeddingsError(f"embeddings {name!r}{where}: expected 'offline', '{MULTILINGUAL}' or a LangChain "
+                              "init_embeddings id 'provider:model', such as 'openai:text-embedding-3-small'")
     from langchain.embeddings import init_embeddings
 
     try:

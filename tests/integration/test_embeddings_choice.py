@@ -218,7 +218,8 @@ def test_a_bad_choice_is_one_clear_error_naming_it(tmp_path):
             open_embedded(str(tmp_path / "a"), embeddings=api.embeddings())  # type: ignore[arg-type]
     with pytest.raises(EmbeddingsError, match="embeddings 'nosuch:model': Provider 'nosuch' is not supported"):
         open_embedded(str(tmp_path / "b"), embeddings="nosuch:model")
-    with pytest.raises(EmbeddingsError, match="embeddings 'minilm': expected 'offline' or a LangChain init_embeddings id"):
+    with pytest.raises(EmbeddingsError,
+                       match="embeddings 'minilm': expected 'offline', 'offline-multilingual' or a LangChain init_embeddings id"):
         MemoryServices.open(str(tmp_path / "c"), embeddings="minilm")
     assert not (tmp_path / "b" / "chroma").exists() and not (tmp_path / "c" / "chroma").exists()
 

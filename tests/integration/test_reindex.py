@@ -256,7 +256,7 @@ def test_bad_input_is_one_line_and_status_2_and_nothing_changes(tmp_path):
     assert [r["rc"] for r in results] == [2] * len(results), said
     assert all(s.count("\n") == 1 and s.startswith("pagefault") for s in said), said
     assert "embeddings 'nosuch:model': Provider 'nosuch' is not supported" in said[0]
-    assert "embeddings 'minilm': expected 'offline' or a LangChain init_embeddings id" in said[1]
+    assert "embeddings 'minilm': expected 'offline', 'offline-multilingual' or a LangChain init_embeddings id" in said[1]
     assert "--user 'carl'" in said[2] and "holds no archival or recall records of that user" in said[2]
     assert "--user 'ana'" in said[3] and "also holds the memory of 'bob'" in said[3] and "re-embedded whole" in said[3]
     assert "--batch" in said[4]

