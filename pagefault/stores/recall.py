@@ -31,7 +31,7 @@ from pagefault.models.embeddings import background_embedding
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.safety.redaction import redact
 from pagefault.stores.archival import check_search
-from pagefault.stores.index.hybrid import HybridIndex, IndexedText, fuse
+from pagefault.stores.index.hybrid import HybridIndex, IndexedText, fuse, lexical_confidence
 from pagefault.stores.index.protocols import SearchFilters
 from pagefault.stores.scope import Scope
 from pagefault.stores.writers.recall_writer import RecallWriter
@@ -42,6 +42,9 @@ from pagefault.text.unicode import check_unicode, repaired
 MAX_INDEXED_CHARS = 200_000
 #: Signal weights: BM25 on turns and on units count fully, the two dense views half each.
 WEIGHTS = {"turn_lexical": 1.0, "unit_lexical": 1.0, "turn_dense": 0.5, "unit_dense": 0.5}
+#: The lexical weights are scaled by ``lexical_confidence``: BM25 has its full say once its best raw score
+#: reaches this (tuned with the dense weights on LoCoMo conversations 0-4: benchmarks/embedding_models.py).
+LEXICAL_FULL_AT = 10.0
 #: Thread boost: this share of the summed scores of a thread's hits among the top THREAD_POOL.
 THREAD_BOOST = 0.05
 THREAD_POOL = 20
@@ -370,7 +373,8 @@ class RecallIndex:
         qvec = self.index.embeddings.embed_query_array([query])[0]
         turn = self.index.signals(query, qvec, scope.key, n, lexical=turn_lexical, **filters)
         unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, lexical=unit_lexical, **filters)
-        scores = fuse([(WEIGHTS["turn_lexical"], turn.lexical), (WEIGHTS["unit_lexical"], unit.lexical),
+        say = lexical_confidence([turn.lexical, unit.lexical], LEXICAL_FULL_AT)
+        scores = fuse([(WEIGHTS["turn_lexical"] * say, turn.lexical), (WEIGHTS["unit_lexical"] * say, unit.lexical),
                        (WEIGHTS["turn_dense"], turn.dense), (WEIGHTS["unit_dense"], unit.dense)])
         pool = sorted(scores, key=lambda i: scores[i], reverse=True)
         docs = turn.docs

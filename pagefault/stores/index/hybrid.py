@@ -68,6 +68,15 @@ def normalized(scores: Mapping[str, float]) -> dict[str, float]:
     return {i: (v - lo) / (hi - lo) for i, v in scores.items()}
 
 
+def lexical_confidence(signals: Sequence[Mapping[str, float]], full_at: float) -> float:
+    """How much say BM25 gets in a fusion, from 0 to 1: its best raw score among ``signals`` over
+    ``full_at`` (1 from there on). Min-max scaling gives any query's best BM25 match the same top score, so
+    a match on common words alone (a low raw score: a paraphrased question, or a language whose function
+    words the stemmer does not drop) would outrank the vectors; this keeps that score's size."""
+    top = max((max(s.values()) for s in signals if s), default=0.0)
+    return min(1.0, max(0.0, top) / full_at) if full_at > 0 else 1.0
+
+
 def fuse(weighted: Sequence[tuple[float, Mapping[str, float]]]) -> dict[str, float]:
     """Weighted sum of normalized signals; a candidate a signal did not return scores 0 there."""
     total: dict[str, float] = {}
