@@ -1,6 +1,7 @@
 """The held-out recall set (``benchmarks/data/heldout_conversations.json``, issue 26): it is well formed, and
 one of its conversations, imported through ``locomo.imported`` (``import_history`` and the agent's own
-``conversation_search``), is searched at least as well by pagefault as by BM25 alone. It lives in the
+``conversation_search``), is searched better by pagefault than by BM25 alone or by the vectors alone (which
+the fusion did not manage before BM25's say followed its best score: 61.7 at @10 against the vectors' 67.9). It lives in the
 repository, so this runs without ``../shared``."""
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def test_every_question_names_evidence_that_its_conversation_holds():
     assert len(convs) >= 4 and sum(len(c["questions"]) for c in convs) >= 140
 
 
-def test_pagefault_finds_a_held_out_conversations_evidence_at_least_as_well_as_bm25(tmp_path):
+def test_pagefault_finds_a_held_out_conversations_evidence_better_than_either_signal_alone(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import locomo
 
@@ -36,7 +37,7 @@ def test_pagefault_finds_a_held_out_conversations_evidence_at_least_as_well_as_b
     with locomo.imported(conv, str(tmp_path), 2048, None) as run:
         assert run.report.imported == sum(len(s["messages"]) for s in conv["dialog"]["sessions"])
         recall = {name: [locomo.recall_at(run.methods[name](q["question"]), q["evidence"])[10]
-                         for q in conv["questions"]] for name in ("pagefault", "BM25 only")}
-    ours, bm25 = (100 * sum(v) / len(v) for v in (recall["pagefault"], recall["BM25 only"]))
-    assert ours >= bm25, f"recall@10 {ours:.1f} fell below BM25's {bm25:.1f}"
-    assert ours >= 50, ours
+                         for q in conv["questions"]] for name in ("pagefault", "BM25 only", "dense only")}
+    ours, bm25, dense = (100 * sum(v) / len(v) for v in recall.values())
+    # Measured: 79.2, BM25 51.7, dense 67.9.
+    assert ours > max(bm25, dense) + 5, f"recall@10 {ours:.1f}; BM25 alone {bm25:.1f}, dense alone {dense:.1f}"
