@@ -51,12 +51,13 @@ warns that it has outgrown an embedded process and should move to a Chroma serve
 
 It comes from ``benchmarks/rss_scale.py`` (``benchmarks/RESULTS.md``, section "rss-scale"), which
 measures an embedded process's resident memory against N archival passages and N recall entries:
-3.1 GiB at 300,000 of each, growing linearly (``RESIDENT_BYTES_PER_RECORD``), so about 4 GiB per
-process at 400,000 of each, and every process that opens the directory pays it."""
-RESIDENT_BYTES_PER_RECORD = 4_850
+3.1 GiB at 300,000 of each and 9.5 GiB at 1,000,000, growing linearly (``RESIDENT_BYTES_PER_RECORD``),
+so about 4 GiB per process at 400,000 of each (the fit crosses it at 401,132), and every process that
+opens the directory pays it."""
+RESIDENT_BYTES_PER_RECORD = 4_910
 """Resident memory of an embedded process per stored record (an archival passage or a recall entry,
 the two averaged), above what an empty data directory takes: the slope ``benchmarks/rss_scale.py``
-fits (provisional: 4,850 bytes, fitted over 0, 10,000, 100,000 and 300,000 records of each kind).
+fits (4,911 bytes, over 0, 10,000, 100,000, 300,000 and 1,000,000 records of each kind).
 ``scale_warnings`` estimates a directory's resident memory with it."""
 EMPTY_PROCESS_BYTES = 360 * 1024 * 1024
 """Resident memory of an embedded process on an empty data directory, after its first searches
