@@ -50,7 +50,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 import numpy as np  # noqa: E402
 from embedding_candidates import NAMES, choice  # noqa: E402
-from locomo import KS, imported, load, recall_at  # noqa: E402
+from locomo import HELDOUT, KS, imported, load, load_heldout, recall_at  # noqa: E402
 from results_md import write_section  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -60,7 +60,6 @@ from pagefault.stores import MemoryServices, Scope  # noqa: E402
 from pagefault.stores.provenance import Provenance  # noqa: E402
 
 NAME = "embedding-models"
-HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
 TUNE, REPORT = range(0, 5), range(5, 10)
 PARTS = ("tune", "report", "heldout")
 #: pagefault's fusion setting now, and before lexical confidence: (LEXICAL_FULL_AT, dense weight).
@@ -76,10 +75,6 @@ PACKAGES = {
                "port's ONNX file"),
 }
 MB = 1024 * 1024
-
-
-def heldout(path: Path = HELDOUT) -> list[dict[str, Any]]:
-    return list(json.loads(path.read_text())["conversations"])
 
 
 def package(dist: str) -> tuple[str, float, str]:
@@ -120,21 +115,20 @@ def set_fusion(setting: Setting) -> None:
     recall_module.WEIGHTS["turn_dense"] = recall_module.WEIGHTS["unit_dense"] = setting[1]
 
 
-def conversations(part: str, heldout_path: Path, limit: int | None) -> list[dict[str, Any]]:
-    """The conversations of one set: 'tune' (LoCoMo 0-4), 'report' (5-9) or 'heldout'."""
+def conversations(part: str, locomo: list[dict[str, Any]], heldout_path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """The conversations of one set: 'tune' (LoCoMo 0-4 of ``locomo``), 'report' (5-9) or 'heldout'."""
     if part == "heldout":
-        convs = heldout(heldout_path)
+        convs = load_heldout(heldout_path)
     else:
-        locomo = load()
         convs = [locomo[i] for i in (TUNE if part == "tune" else REPORT)]
     if limit:
         convs = [{**c, "questions": c["questions"][:limit]} for c in convs[:limit]]
     return convs
 
 
-def evaluate(name: str, part: str, grid: list[Setting], window: int, tmp: str, progress: dict[str, Any],
-             save: Callable[[], None], heldout_path: Path = HELDOUT, limit: int | None = None) -> None:
-    """Search every question of ``part``'s conversations on candidate ``name``, adding to ``progress``
+def evaluate(name: str, part: str, convs: list[dict[str, Any]], grid: list[Setting], window: int, tmp: str,
+             progress: dict[str, Any], save: Callable[[], None]) -> None:
+    """Search every question of ``convs`` (the conversations of set ``part``) on candidate ``name``, adding to ``progress``
     (``rows[name]['<set>|<method>']``: recall @KS per question; method 'pagefault@<full at>/<dense>', 'BM25 only' or
     'dense only'; ``multi``: the same for multi-hop questions; ``latency[name]``: search ms at the current
     setting), and ``save`` after each conversation. Conversations already in ``progress['done']`` are skipped."""
@@ -143,7 +137,7 @@ def evaluate(name: str, part: str, grid: list[Setting], window: int, tmp: str, p
     rows = progress.setdefault("rows", {}).setdefault(name, {})
     multi = progress.setdefault("multi", {}).setdefault(name, {})
     latency = progress.setdefault("latency", {}).setdefault(name, [])
-    for conv in tqdm(conversations(part, heldout_path, limit), desc=f"{name}, {part}", file=sys.stderr):
+    for conv in tqdm(convs, desc=f"{name}, {part}", file=sys.stderr):
         key = f"{part}:{conv['id']}"
         if key in done:
             continue
@@ -274,8 +268,9 @@ def main() -> int:
                 progress["cost"][name] = cost(name, questions, turns, tmp)
                 save()
         for part in PARTS:  # every candidate on LoCoMo, then every candidate on the held-out set
+            convs = conversations(part, locomo, Path(args.heldout), args.limit)
             for name in names:
-                evaluate(name, part, grid, args.window, tmp, progress, save, Path(args.heldout), args.limit)
+                evaluate(name, part, convs, grid, args.window, tmp, progress, save)
     results = {name: {"package": package(PACKAGES[name][0]), "cost": progress["cost"][name],
                       "eval": summary(progress, name, grid)} for name in names}
     command = "python benchmarks/embedding_models.py" + (

@@ -56,6 +56,15 @@ CATEGORY_ORDER = ["single-hop", "multi-hop", "temporal", "open-domain", "adversa
 _WORD = re.compile(r"\w+")
 
 
+#: The held-out set written for issue 26 (in the repository), in ``load``'s shape.
+HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
+
+
+def load_heldout(path: Path = HELDOUT) -> list[dict[str, Any]]:
+    """The held-out conversations, with their questions, as ``load`` gives LoCoMo's."""
+    return list(json.loads(path.read_text())["conversations"])
+
+
 def load(data_dir: Path = DATA) -> list[dict[str, Any]]:
     """LoCoMo conversations as pagefault dialogs, with their scorable questions."""
     convs = json.loads(require(data_dir / "locomo10.json", "LoCoMo (locomo10.json)").read_text())

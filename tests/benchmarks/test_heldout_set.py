@@ -6,16 +6,16 @@ repository, so this runs without ``../shared``."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-HELDOUT = ROOT / "benchmarks" / "data" / "heldout_conversations.json"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import locomo  # noqa: E402
 
 
 def test_every_question_names_evidence_that_its_conversation_holds():
-    convs = json.loads(HELDOUT.read_text())["conversations"]
+    convs = locomo.load_heldout()
     seen: set[str] = set()
     for conv in convs:
         ids = [m["id"] for s in conv["dialog"]["sessions"] for m in s["messages"]]
@@ -30,10 +30,7 @@ def test_every_question_names_evidence_that_its_conversation_holds():
 
 
 def test_pagefault_finds_a_held_out_conversations_evidence_better_than_either_signal_alone(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import locomo
-
-    conv = json.loads(HELDOUT.read_text())["conversations"][0]
+    conv = locomo.load_heldout()[0]
     with locomo.imported(conv, str(tmp_path), 2048, None) as run:
         assert run.report.imported == sum(len(s["messages"]) for s in conv["dialog"]["sessions"])
         recall = {name: [locomo.recall_at(run.methods[name](q["question"]), q["evidence"])[10]
