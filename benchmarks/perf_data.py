@@ -1,11 +1,12 @@
 """Deterministic synthetic archival passages and their embeddings, cached on disk.
 
 The performance benchmarks need up to 100,000 passages. Their text comes from a fixed seed (so every
-run and every system sees the same corpus), and their MiniLM vectors are computed once and kept in
+run and every system sees the same corpus), and their vectors (of the default embedding, unless asked
+for another built-in one) are computed once and kept in
 ``benchmarks/.cache/`` (gitignored) in chunks, so a rerun, or a run cut short, does not embed again.
 Every system under test is fed these same vectors: only search is timed.
 
-    python benchmarks/perf_data.py --passages 100000     # fill the cache (slow the first time)
+    python benchmarks/perf_data.py --passages 100000     # fill the cache (slow the first time: ~40 min on 2 cores)
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from pagefault.models.embedding_choice import DEFAULT, MULTILINGUAL, OFFLINE  # noqa: E402
+from pagefault.models.embeddings import OfflineEmbeddings  # noqa: E402
+from pagefault.models.joint import NAME as JOINT  # noqa: E402
+from pagefault.models.joint import JointEmbeddings  # noqa: E402
+from pagefault.models.multilingual import MultilingualEmbeddings  # noqa: E402
 
 CACHE = ROOT / "benchmarks" / ".cache"
 SEED = 20261129
@@ -62,15 +69,25 @@ def queries(n: int, seed: int = SEED + 1) -> list[str]:
             f"by {rng.choice(NAMES)}? (question {i})" for i in range(n)]
 
 
-def vectors(n: int, *, progress: bool = True) -> np.ndarray:
-    """Unit MiniLM vectors of ``passages(n)``, from the on-disk cache (computing missing chunks)."""
-    from pagefault.models.embeddings import OfflineEmbeddings, _Model
+def vectors(n: int, model: str = DEFAULT, *, progress: bool = True) -> np.ndarray:
+    """Unit vectors of ``passages(n)`` by the built-in embedding ``model`` (``"offline-joint"``, the default;
+    ``"offline"``, MiniLM; ``"offline-multilingual"``, USE), from the on-disk cache (computing missing chunks).
+    The joint model's are joined from the other two's, so each of those is computed once."""
+    if model == JOINT:
+        return JointEmbeddings().join(vectors(n, OFFLINE, progress=progress), vectors(n, MULTILINGUAL, progress=progress))
+    if model == OFFLINE:
+        from pagefault.models.embeddings import _Model
 
+        tag, dims, embed = OfflineEmbeddings.model_id, 384, lambda texts: _Model.get().embed(texts)
+    elif model == MULTILINGUAL:
+        tag, dims, embed = "use-m3-0.2.1", 512, MultilingualEmbeddings().embed_array
+    else:
+        raise ValueError(f"no cached vectors of {model!r}: one of {JOINT!r}, {OFFLINE!r}, {MULTILINGUAL!r}")
     CACHE.mkdir(parents=True, exist_ok=True)
     texts = passages(n)
     out = []
     for k in range(0, n, CHUNK):
-        path = CACHE / f"passages-s{SEED}-{OfflineEmbeddings.model_id}-{k // CHUNK:03d}.npy"
+        path = CACHE / f"passages-s{SEED}-{tag}-{k // CHUNK:03d}.npy"
         want = min(CHUNK, n - k)
         if path.exists():
             chunk = np.load(path)
@@ -79,14 +96,13 @@ def vectors(n: int, *, progress: bool = True) -> np.ndarray:
                 continue
         t0 = time.perf_counter()
         full = passages(k + CHUNK)[k:k + CHUNK] if want < CHUNK else texts[k:k + CHUNK]
-        chunk = _Model.get().embed(full)
+        chunk = embed(full)
         np.save(path, chunk)
         if progress:
-            print(f"embedded passages {k}-{k + len(full) - 1} ({len(full) / (time.perf_counter() - t0):.0f}/s)",
+            print(f"{model}: embedded passages {k}-{k + len(full) - 1} ({len(full) / (time.perf_counter() - t0):.0f}/s)",
                   file=sys.stderr, flush=True)
         out.append(chunk[:want])
-    return np.concatenate(out) if out else np.zeros((0, 384), dtype=np.float32)
-
+    return np.concatenate(out) if out else np.zeros((0, dims), dtype=np.float32)
 
 
 def load_archival(archival, scope, texts: list[str], vecs: np.ndarray, *, name: str = "synthetic") -> None:

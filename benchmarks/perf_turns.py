@@ -131,6 +131,7 @@ def run_pagefault(work: Path, lines: list[str], n_passages: int, marks: set[int]
     from langchain_core.messages import HumanMessage
 
     from pagefault import Context, open_embedded
+    from pagefault.stores import CoreMemory
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
 
@@ -155,6 +156,7 @@ def run_pagefault(work: Path, lines: list[str], n_passages: int, marks: set[int]
         info["drain_s"] = time.perf_counter() - t0
         info["behind_ms"] = 1000 * (svc.recall.writer.busy_seconds
                                     + (svc.archival.journal.busy_seconds if svc.archival.journal else 0.0)) / len(lines)
+        info["search_ms"] = time_conversation_search(svc, CoreMemory(persistence.store, Scope(USER)), Scope(USER), lines)
         state = graph.get_state(config).values
         info.update(rss_end=psutil.Process().memory_info().rss, compactions=state.get("compactions", 0),
                     evicted=state.get("evicted_count", 0), window_messages=len(state.get("messages", [])),
@@ -162,6 +164,27 @@ def run_pagefault(work: Path, lines: list[str], n_passages: int, marks: set[int]
     info["checkpoint_db"] = sum(p.stat().st_size for p in data.glob("checkpoints.sqlite*"))
     info["data_dir"] = dir_bytes(data)
     return run, info
+
+
+#: conversation_search calls timed after the conversation, each a question of the script not yet asked.
+SEARCHES = 200
+
+
+def time_conversation_search(svc: Any, core: Any, scope: Any, lines: list[str]) -> list[float]:
+    """Milliseconds of ``SEARCHES`` ``conversation_search`` calls (top 50, the tool's own handler) over the
+    whole conversation's recall, each query's embedding uncached (a question of the script, reworded)."""
+    from pagefault.tools.handlers import MemoryCall, run_memory_tool
+
+    call = MemoryCall(scope, "benchmark", -1, "", core, svc.archival, svc.recall)
+    questions = [q for q in dict.fromkeys(lines) if q.endswith("?")][:SEARCHES]
+    out = []
+    for i, q in enumerate((questions * (1 + SEARCHES // max(1, len(questions))))[:SEARCHES]):
+        svc.embeddings.forget_cached()
+        t0 = time.perf_counter()
+        hits = run_memory_tool(call, "conversation_search", {"query": f"{q} (asked again, {i})", "top_k": 50})
+        out.append((time.perf_counter() - t0) * 1000)
+        assert hits.artifact["hits"], q
+    return out
 
 
 def bare_graph(checkpointer: Any):
@@ -251,7 +274,7 @@ def document(tokens: int, seed: int = 11) -> str:
 
 def run_ingest(work: Path, tokens: int) -> dict[str, float]:
     from pagefault.maintenance.documents import ingest_document, split_passages
-    from pagefault.models.embeddings import _Model
+    from pagefault.models.embedding_choice import embedding_model
     from pagefault.models.tokens import TokenCounter
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
@@ -259,12 +282,13 @@ def run_ingest(work: Path, tokens: int) -> dict[str, float]:
     text = document(tokens)
     n_tokens = TokenCounter("offline").count_text(text)
     passages = split_passages(text)
-    model = _Model.get()
-    model.embed(passages[:8])  # warm
+    model = embedding_model(perf_data.DEFAULT)  # a model of its own: the store's cache stays cold
+    model.embed_array(passages[:8])  # warm
+    model.forget_cached()
     t0 = time.perf_counter()
-    model.embed(passages)
+    model.embed_array(passages)
     embed_s = time.perf_counter() - t0
-    model.cache.clear()
+    model.forget_cached()
     archival = MemoryServices.open(str(work / "ingest")).archival
     t0 = time.perf_counter()
     records = ingest_document(archival, Scope("reader"), text, name="generated.txt", progress=False)
@@ -293,6 +317,12 @@ def turns_table(runs: list[Run], info: dict, early: range, late: range, turns: i
         lines += ["", f"Work behind the turns (pagefault): the recall writer and the archival journal's writer were busy "
                       f"{info['behind_ms']:.1f} ms per turn on their own threads, beside the turns that followed (a search "
                       f"or compaction waits for them); {info['drain_s']:.2f} s was left to write after the last turn."]
+    if info.get("search_ms"):
+        s50, s95 = (float(np.percentile(info["search_ms"], p)) for p in (50, 95))
+        lines += ["", f"`conversation_search` after the last turn, over its {info['recall']:,} recall entries (top 50, "
+                      f"the tool's handler, the in-memory embedded path, each query embedded uncached by "
+                      f"`{perf_data.DEFAULT}`): p50 {s50:.1f} ms, p95 {s95:.1f} ms over {len(info['search_ms'])} "
+                      "questions of the script, reworded."]
     lines += [
         "",
         "Added latency vs bare, early range: "

@@ -9,7 +9,8 @@ kernel. What a user imports:
   the refusal of a context window too small for the agent's fixed part;
 - ``open_embedded`` / ``open_embedded_async``: SQLite checkpointer + store in a local directory;
 - ``OfflineChatModel``: the rule-based offline model (not an LLM) used when no model is configured;
-- ``OfflineEmbeddings``: the local MiniLM embedding (LangChain ``Embeddings``); ``EmbeddingModel``: any
+- ``JointEmbeddings``: the default embedding, MiniLM and USE Multilingual v3 joined, local (LangChain
+  ``Embeddings``); ``OfflineEmbeddings``: the local MiniLM alone; ``EmbeddingModel``: any
   LangChain ``Embeddings`` with the name its collections record (``open_embedded(dir, embeddings=...)``);
 - ``TokenCounter``: token accounting (tiktoken for OpenAI models, offline);
 - the stores: ``CoreMemory``, ``ArchivalStore``, ``RecallIndex``, ``MemoryServices``, ``Scope``;
@@ -26,6 +27,7 @@ from pagefault.maintenance.transfer import export_agent, import_agent
 from pagefault.models.chat import load_chat_model
 from pagefault.models.embedding_choice import EmbeddingModel
 from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.joint import JointEmbeddings
 from pagefault.models.offline import OfflineChatModel
 from pagefault.models.tokens import TokenCounter
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded, open_embedded_async
@@ -34,8 +36,9 @@ from pagefault.text.prompts import Prompts
 from pagefault.window.fixed_part import WindowTooSmall
 
 __all__ = [
-    "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "EmbeddingModel", "MemoryServices", "OfflineChatModel",
-    "OfflineEmbeddings", "PagefaultState", "Prompts", "RecallIndex", "Scope", "TokenCounter", "WindowTooSmall",
+    "ArchivalStore", "Context", "CoreMemory", "EmbeddedPersistence", "EmbeddingModel", "JointEmbeddings", "MemoryServices",
+    "OfflineChatModel", "OfflineEmbeddings", "PagefaultState", "Prompts", "RecallIndex", "Scope", "TokenCounter",
+    "WindowTooSmall",
     "build_graph", "graph",
     "load_chat_model", "open_embedded", "open_embedded_async",
     "ArchivalRetriever", "PagefaultMiddleware", "export_agent", "import_agent", "memory_tools",

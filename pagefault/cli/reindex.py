@@ -11,7 +11,7 @@ from typing import Any
 
 from pagefault.cli.arguments import bounded_int
 from pagefault.maintenance.reindex import BATCH, reindex
-from pagefault.models.embedding_choice import ENV, OFFLINE
+from pagefault.models.embedding_choice import DEFAULT, ENV
 
 REINDEX_COMMANDS = {"reindex"}
 
@@ -22,9 +22,9 @@ def add_reindex_commands(sub: Any) -> None:
                        description="Writes new collections with the new model's vectors and switches to them once "
                                    "every record is in; killed, it resumes where it stopped. Stop the agents that use "
                                    "the store first (it refuses to run beside them).")
-    p.add_argument("--embeddings", default=os.environ.get(ENV, "").strip() or OFFLINE,
-                   help=f"'offline' or an init_embeddings id such as openai:text-embedding-3-small "
-                        f"(default: ${ENV} or offline)")
+    p.add_argument("--embeddings", default=os.environ.get(ENV, "").strip() or DEFAULT,
+                   help=f"'{DEFAULT}', 'offline', 'offline-multilingual' or an init_embeddings id such as "
+                        f"openai:text-embedding-3-small (default: ${ENV} or {DEFAULT})")
     p.add_argument("--user", default=None,
                    help="the user whose memory is meant: checked to be the store's only user (a store is re-embedded "
                         "whole: one collection holds every user's vectors)")

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from pagefault.models.embedding_choice import DEFAULT, EmbeddingChoice, EmbeddingModel
 from pagefault.models.embedding_choice import ENV as EMBEDDINGS_ENV
-from pagefault.models.embedding_choice import OFFLINE, EmbeddingChoice, EmbeddingModel
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -124,14 +124,14 @@ class Engines:
     data_dir: str = DEFAULT_DATA_DIR
     chroma_url: str = ""
     database_url: str = ""
-    embeddings: EmbeddingChoice = OFFLINE
+    embeddings: EmbeddingChoice = DEFAULT
 
     @classmethod
     def from_env(cls) -> "Engines":
         """``PAGEFAULT_DATA_DIR``, ``PAGEFAULT_CHROMA_URL``, ``PAGEFAULT_DATABASE_URL`` (unset: embedded)
-        and ``PAGEFAULT_EMBEDDINGS`` (unset: offline)."""
+        and ``PAGEFAULT_EMBEDDINGS`` (unset: the default, offline-joint)."""
         return cls(os.environ.get("PAGEFAULT_DATA_DIR", DEFAULT_DATA_DIR), chroma_url(), database_url(),
-                   os.environ.get(EMBEDDINGS_ENV, "").strip() or OFFLINE)
+                   os.environ.get(EMBEDDINGS_ENV, "").strip() or DEFAULT)
 
     @classmethod
     def of(cls, ctx: Any, store: Any = None) -> "Engines":
@@ -163,7 +163,7 @@ def _same_directory(asked: str, home: str) -> str:
 
 def _same_embeddings(asked: str, home: EmbeddingModel) -> EmbeddingModel:
     """``home``, when the run's ``embeddings`` (``asked``) names it or was left at the default; else ``SplitStorage``."""
-    if asked.strip() in (OFFLINE, home.name):
+    if asked.strip() in (DEFAULT, home.name):
         return home
     source = f" ({EMBEDDINGS_ENV})" if os.environ.get(EMBEDDINGS_ENV, "").strip() == asked.strip() else ""
     raise SplitStorage(f"embeddings {asked!r}{source}: this run's store was opened with embeddings {home.name!r}; "

@@ -69,10 +69,11 @@ class Context:
     summary_model: str = field(default_factory=_env("summary_model", ""), metadata={
         "description": "The model that writes compaction summaries: a LangChain model id (a cheaper one than "
                        "the chat model, say); empty uses the chat model."})
-    embeddings: str = field(default_factory=_env("embeddings", "offline"), metadata={
-        "description": "The embedding of archival and recall: 'offline' (the built-in all-MiniLM-L6-v2, English, "
-                       "nothing downloaded), 'offline-multilingual' (the built-in USE Multilingual v3, 16 "
-                       "languages, the multilingual extra) or a LangChain init_embeddings id such as "
+    embeddings: str = field(default_factory=_env("embeddings", "offline-joint"), metadata={
+        "description": "The embedding of archival and recall: 'offline-joint' (the built-in MiniLM and USE "
+                       "Multilingual v3 together: English and 15 other languages, nothing downloaded), 'offline' "
+                       "(the built-in all-MiniLM-L6-v2 alone, English, the default before), 'offline-multilingual' "
+                       "(USE Multilingual v3 alone) or a LangChain init_embeddings id such as "
                        "'openai:text-embedding-3-small'. One per data directory: `pagefault reindex` changes it."})
     context_window: int = field(default_factory=_env("context_window", 8192), metadata={
         "description": "Token budget of the main context: system prompt, core memory, summary, messages, tools."})

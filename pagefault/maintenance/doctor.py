@@ -35,7 +35,7 @@ from pagefault.engines.directory_use import USE_FILE
 from pagefault.engines.file_locks import LOCK_FILE
 from pagefault.graph.context import Context
 from pagefault.maintenance.transfer import IMPORT_JOURNAL, IMPORT_LOCK, unfinished_import
-from pagefault.models.embedding_choice import ENV, choice_name
+from pagefault.models.embedding_choice import DEFAULT, ENV, FORMER_DEFAULT, choice_name, opens_as
 from pagefault.stores.index.embedding_record import LEGACY, ChromaCatalog, EmbeddingRecord, active, legacy_name, of_kind
 from pagefault.stores.services import ARCHIVAL_RECENT_FILE, RECALL_FILE
 
@@ -389,7 +389,7 @@ def embedding_check(data_dir: str, chroma_url: str = "") -> tuple[Check, list[st
     if len(made) > 1:
         problems.append(f"{where}: a reindex was cut short, its tiers are embedded by different models ("
                         + ", ".join(f"{k} {r.model!r}" for k, r in tiers.items()) + "): run `pagefault reindex` again")
-    elif next(iter(tiers.values())).model != wanted:
+    elif not opens_as(wanted, next(iter(tiers.values())).model):
         problems.append(f"{where}: the store is embedded by {made[0]} and this process would use {wanted!r}: its runs "
                         f"are refused; run `pagefault reindex --embeddings {wanted}`, or set {ENV}="
                         f"{next(iter(tiers.values())).model}")
@@ -398,7 +398,11 @@ def embedding_check(data_dir: str, chroma_url: str = "") -> tuple[Check, list[st
     if unfinished:
         problems.append(f"{where}: a reindex to {', '.join(map(repr, unfinished))} is unfinished (the store is whole "
                         "and still searched by its model): run `pagefault reindex` to it again to finish it")
-    return Check("embeddings", "collection records", where, not problems, f"{', '.join(made)}; {process}"), problems
+    detail = f"{', '.join(made)}; {process}"
+    if len(made) == 1 and wanted == DEFAULT and next(iter(tiers.values())).model == FORMER_DEFAULT:
+        detail += (f"; {FORMER_DEFAULT!r} was the default before {DEFAULT!r}: the store is searched with it until "
+                   f"`pagefault reindex --embeddings {DEFAULT}` moves it (English only until then)")
+    return Check("embeddings", "collection records", where, not problems, detail), problems
 
 
 def _chroma_client(chroma_dir: str) -> Any:

@@ -125,7 +125,7 @@ def reindex(data_dir: str, embeddings: EmbeddingChoice | None = None, *, user: s
             batch: int = BATCH) -> ReindexReport:
     """Re-embed the archival and recall of the store in ``data_dir`` (or on the Chroma server at
     ``chroma_url``; both default to the environment's, as ``MemoryServices.open``) with ``embeddings``
-    (None: ``PAGEFAULT_EMBEDDINGS``, else offline), resumably (see the module docstring). ``user``:
+    (None: ``PAGEFAULT_EMBEDDINGS``, else the default), resumably (see the module docstring). ``user``:
     the user whose memory is meant (checked, see the module docstring). ``progress``: a bar of
     records done / total on stderr."""
     if batch < 1:

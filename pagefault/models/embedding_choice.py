@@ -4,10 +4,13 @@ Three ways to choose it, the same everywhere a choice is taken (``Context.embedd
 ``PAGEFAULT_EMBEDDINGS``, ``open_embedded(..., embeddings=...)``, ``MemoryServices.open``,
 ``pagefault reindex --embeddings``):
 
-- ``"offline"`` (the default): the built-in all-MiniLM-L6-v2 (``models.embeddings``), 384 dimensions,
-  nothing downloaded; English;
+- ``"offline-joint"`` (the default): both built-in models below, their vectors joined
+  (``models.joint``), 896 dimensions, nothing downloaded; English and 15 other languages;
+- ``"offline"``: the built-in all-MiniLM-L6-v2 (``models.embeddings``), 384 dimensions, nothing
+  downloaded; English. It was the default before ``"offline-joint"``: a store it made is opened with it
+  by a process left at the default, until ``pagefault reindex`` moves the store (``opens_as``);
 - ``"offline-multilingual"``: the built-in Universal Sentence Encoder Multilingual v3
-  (``models.multilingual``), 512 dimensions, nothing downloaded; 16 languages (the ``multilingual`` extra);
+  (``models.multilingual``), 512 dimensions, nothing downloaded; 16 languages;
 - a LangChain ``init_embeddings`` id, ``"provider:model"`` (``"openai:text-embedding-3-small"``,
   ``"ollama:nomic-embed-text"``): the id is the name its collections record;
 - any LangChain ``Embeddings`` instance, wrapped with the name its collections record:
@@ -33,12 +36,19 @@ from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embeddings import DIMENSION as OFFLINE_DIMENSIONS
 from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.joint import DIMENSION as JOINT_DIMENSIONS
+from pagefault.models.joint import NAME as JOINT
+from pagefault.models.joint import JointEmbeddings
 from pagefault.models.multilingual import DIMENSION as MULTILINGUAL_DIMENSIONS
 from pagefault.models.multilingual import NAME as MULTILINGUAL
 from pagefault.models.multilingual import MultilingualEmbeddings
 
-#: The built-in embedding's name, the default choice, and what a collection without a record holds.
+#: The built-in MiniLM's name, and what a collection without a record holds.
 OFFLINE = "offline"
+#: The default choice: the built-in joint model.
+DEFAULT = JOINT
+#: The default before ``DEFAULT``: a store it made opens with it when the default is asked for (``opens_as``).
+FORMER_DEFAULT = OFFLINE
 #: The environment variable that chooses the process's embedding when nothing else does.
 ENV = "PAGEFAULT_EMBEDDINGS"
 #: Vectors of recently embedded texts kept per model (by hash), as the offline model keeps its own:
@@ -102,6 +112,11 @@ class EmbeddingModel(Embeddings):
         """The built-in USE Multilingual v3 (512 dimensions), named ``"offline-multilingual"``."""
         return cls(MULTILINGUAL, MultilingualEmbeddings(), dimensions=MULTILINGUAL_DIMENSIONS)
 
+    @classmethod
+    def joint(cls) -> "EmbeddingModel":
+        """The built-in MiniLM and USE Multilingual v3, joined (896 dimensions), named ``"offline-joint"``: the default."""
+        return cls(JOINT, JointEmbeddings(), dimensions=JOINT_DIMENSIONS)
+
     @property
     def known_dimensions(self) -> int | None:
         """The length of this model's vectors if known without embedding anything, else None."""
@@ -131,6 +146,14 @@ class EmbeddingModel(Embeddings):
             return self._offline.embed_query_array(queries)
         return self._cached(queries, query=True)
 
+    def forget_cached(self) -> None:
+        """Drop the vectors this model keeps of recent texts, and the built-in MiniLM's own (benchmarks that
+        time an uncached embedding)."""
+        with self._lock:
+            self._cache.clear()
+        if self._offline is not None or isinstance(self.embeddings, JointEmbeddings):
+            OfflineEmbeddings().forget_cached()
+
     def _cached(self, texts: list[str], *, query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
@@ -158,8 +181,11 @@ class EmbeddingModel(Embeddings):
     def _embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:
         """The model's vectors of ``texts`` (as queries if ``query``), checked for shape and scaled to unit
         length."""
+        raw: np.ndarray | list[list[float]]
         try:
-            if query:
+            if isinstance(self.embeddings, (JointEmbeddings, MultilingualEmbeddings)):  # symmetric, arrays already
+                raw = self.embeddings.embed_array(texts)
+            elif query:
                 raw = [self.embeddings.embed_query(t or " ") for t in texts]
             else:
                 raw = self.embeddings.embed_documents([t or " " for t in texts])
@@ -196,14 +222,15 @@ class EmbeddingModel(Embeddings):
 
 
 EmbeddingChoice = Union[str, EmbeddingModel]
-"""What a process may choose its embedding with: ``"offline"``, an ``init_embeddings`` id, or an
+"""What a process may choose its embedding with: ``"offline-joint"``, ``"offline"``, ``"offline-multilingual"``,
+an ``init_embeddings`` id, or an
 ``EmbeddingModel`` (an instance with its name)."""
 
 
 def choice_name(choice: EmbeddingChoice | None) -> str:
-    """The name ``choice`` records, without building the model (None: ``PAGEFAULT_EMBEDDINGS``, else offline)."""
+    """The name ``choice`` records, without building the model (None: ``PAGEFAULT_EMBEDDINGS``, else the default)."""
     if choice is None:
-        choice = os.environ.get(ENV, "").strip() or OFFLINE
+        choice = os.environ.get(ENV, "").strip() or DEFAULT
     if isinstance(choice, EmbeddingModel):
         return choice.name
     if isinstance(choice, str):
@@ -211,26 +238,36 @@ def choice_name(choice: EmbeddingChoice | None) -> str:
     raise EmbeddingsError(_not_a_choice(choice))
 
 
+def opens_as(asked: str, made_by: str) -> bool:
+    """Whether a process that asks for the embedding named ``asked`` opens a store whose vectors the model
+    named ``made_by`` made: the same model, or the default asked of a store the former default made (it
+    keeps its model until ``pagefault reindex --embeddings offline-joint`` moves it)."""
+    return asked == made_by or (asked == DEFAULT and made_by == FORMER_DEFAULT)
+
+
 def _not_a_choice(choice: object) -> str:
     what = "a LangChain Embeddings" if isinstance(choice, Embeddings) else type(choice).__name__
-    return (f"embeddings must be 'offline', '{MULTILINGUAL}', an init_embeddings id such as 'openai:text-embedding-3-small', or "
+    return (f"embeddings must be '{JOINT}', 'offline', '{MULTILINGUAL}', an init_embeddings id such as "
+            "'openai:text-embedding-3-small', or "
             f"EmbeddingModel(name, embeddings); got {what} (an instance needs the name its collections record: "
             "EmbeddingModel('my-model', embeddings))")
 
 
 def embedding_model(choice: EmbeddingChoice | None = None) -> EmbeddingModel:
     """The model ``choice`` names (see the module docstring; None: ``PAGEFAULT_EMBEDDINGS``, else
-    offline). ``EmbeddingsError`` names the choice when it cannot be used."""
+    the default). ``EmbeddingsError`` names the choice when it cannot be used."""
     if isinstance(choice, EmbeddingModel):
         return choice
     name = choice_name(choice)
+    if name == JOINT:
+        return EmbeddingModel.joint()
     if name == OFFLINE:
         return EmbeddingModel.offline()
     if name == MULTILINGUAL:
         return EmbeddingModel.multilingual()
     where = f" ({ENV})" if choice is None else ""
     if ":" not in name or not name.split(":", 1)[0].strip() or not name.split(":", 1)[1].strip():
-        raise EmbeddingsError(f"embeddings {name!r}{where}: expected 'offline', '{MULTILINGUAL}' or a LangChain "
+        raise EmbeddingsError(f"embeddings {name!r}{where}: expected '{JOINT}', 'offline', '{MULTILINGUAL}' or a LangChain "
                               "init_embeddings id 'provider:model', such as 'openai:text-embedding-3-small'")
     from langchain.embeddings import init_embeddings
 

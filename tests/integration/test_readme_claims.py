@@ -37,6 +37,7 @@ from pagefault.engines.thread_lock import THREAD_WAIT, ThreadBusy
 from pagefault.persistence.postgres import open_postgres
 from pagefault.safety.redaction import redact
 from pagefault.stores import CoreMemory, MemoryServices, Scope
+from pagefault.stores.index.embedding_record import collection_name
 
 # -- the listed secret formats --------------------------------------------------------------------
 
@@ -304,7 +305,7 @@ def test_chroma_collections_are_made_once_when_replicas_start_together(tmp_path)
         assert reports[0] == reports[1], "the replicas got different collections"
         svc = MemoryServices.open(str(tmp_path / "reader"), chroma_url=chroma.url, database_url=url)
         names = sorted(c.name for c in svc.client.list_collections() if c.name.startswith("pagefault_"))
-        assert names == ["pagefault_archival", "pagefault_recall", "pagefault_recall_unit"], names
+        assert names == [collection_name(k, "offline-joint") for k in ("archival", "recall", "recall_unit")], names
         found = {r.text for r, _ in svc.archival.search(Scope("both"), "lighthouse keeper logged a ship", 5)}
         assert found == {"The north lighthouse keeper logged a ship.", "The south lighthouse keeper logged a ship."}
         assert {h.thread_id for h in svc.recall.search(Scope("both"), "keeper", 5)} == {"thread-north", "thread-south"}

@@ -49,13 +49,14 @@ def _say(graph, text: str, user: str = "ana", thread: str = "t1") -> None:
 
 
 def _write_store(data: Path, users: tuple[str, ...] = ("ana",)) -> None:
-    """A store the offline model wrote: conversations through the graph, and archival facts."""
-    with open_embedded(str(data)) as p:
+    """A store the offline MiniLM (``offline``, the default before ``offline-joint``) wrote: conversations
+    through the graph, and archival facts."""
+    with open_embedded(str(data), embeddings="offline") as p:
         graph = p.graph()
         for user in users:
             for text in TALK:
                 _say(graph, text, user, thread=f"t-{user}")
-    svc = MemoryServices.open(str(data))
+    svc = MemoryServices.open(str(data), embeddings="offline")
     for user in users:
         for fact in FACTS:
             svc.archival.insert(Scope(user), fact)
@@ -223,6 +224,42 @@ def test_reindex_to_a_served_model_and_back_with_a_kill_in_the_middle(tmp_path):
                 os.environ.pop(name, None)
 
 
+def test_a_store_of_the_former_default_opens_with_it_until_reindex_moves_it_to_the_default(tmp_path, caplog):
+    """Upgrading: a store MiniLM (the default before ``offline-joint``) wrote opens in a process left at the
+    default, searched with MiniLM and a warning saying to reindex; ``pagefault reindex`` with no
+    ``--embeddings`` moves it to the default, every record kept, with the joint model's vectors."""
+    from pagefault.maintenance.doctor import embedding_check
+    from pagefault.models.joint import DIMENSION, JointEmbeddings
+
+    data = tmp_path / "mem"
+    _write_store(data)
+    before = _snapshot(data, "offline")
+    with caplog.at_level("WARNING", logger="pagefault.stores.services"):
+        svc = MemoryServices.open(str(data))
+    assert svc.embeddings.name == "offline"
+    assert f"{data} was embedded by 'offline', pagefault's default before 'offline-joint'" in caplog.text
+    assert "`pagefault reindex --embeddings offline-joint`" in caplog.text
+    assert MemoryServices.open(str(data), embeddings="offline-joint") is svc  # the default asked again: the same
+    MemoryServices.forget(str(data))
+    _searches_work(data, "offline-joint")
+    check, problems = embedding_check(str(data))
+    assert check.ok and problems == [] and "'offline' was the default before 'offline-joint'" in check.detail
+    with pytest.raises(EmbeddingMismatch, match="embedded by 'offline'"):  # another model is still refused
+        MemoryServices.open(str(data), embeddings="offline-multilingual")
+    MemoryServices.forget(str(data))
+
+    report = _reindex(data, child_env(), "--user", "ana")
+    assert report["embeddings"] == "offline-joint" and report["dimensions"] == DIMENSION
+    assert report["previous"] == dict.fromkeys(KINDS, "offline")
+    joint = _snapshot(data, "offline-joint")
+    _same_records(joint, before)
+    _assert_vectors_of(joint, JointEmbeddings().embed_documents, DIMENSION)
+    _searches_work(data, "offline-joint")
+    _refused(data, "offline", "offline-joint")
+    check, problems = embedding_check(str(data))
+    assert check.ok and problems == [] and "'offline-joint' (896 dimensions)" in check.detail
+
+
 CLI_RUNS = Path(__file__).resolve().parents[1] / "support" / "cli_runs.py"
 
 
@@ -256,7 +293,8 @@ def test_bad_input_is_one_line_and_status_2_and_nothing_changes(tmp_path):
     assert [r["rc"] for r in results] == [2] * len(results), said
     assert all(s.count("\n") == 1 and s.startswith("pagefault") for s in said), said
     assert "embeddings 'nosuch:model': Provider 'nosuch' is not supported" in said[0]
-    assert "embeddings 'minilm': expected 'offline', 'offline-multilingual' or a LangChain init_embeddings id" in said[1]
+    assert ("embeddings 'minilm': expected 'offline-joint', 'offline', 'offline-multilingual' or a LangChain "
+            "init_embeddings id") in said[1]
     assert "--user 'carl'" in said[2] and "holds no archival or recall records of that user" in said[2]
     assert "--user 'ana'" in said[3] and "also holds the memory of 'bob'" in said[3] and "re-embedded whole" in said[3]
     assert "--batch" in said[4]
@@ -275,7 +313,7 @@ def test_on_a_chroma_server_the_collections_record_the_model_and_reindex_switche
 
     with fresh_database("pf_reindex") as url, chroma_server(tmp_path / "chroma") as chroma, ScriptedOpenAI() as api:
         where = {"chroma_url": chroma.url, "database_url": url}
-        svc = MemoryServices.open(str(tmp_path / "data"), **where)
+        svc = MemoryServices.open(str(tmp_path / "data"), embeddings="offline", **where)
         for fact in FACTS[:8]:
             svc.archival.insert(Scope("ana"), fact)
         svc.recall.add(Scope("ana"), "t1", [(0, HumanMessage(TALK[1]))], "cp1")

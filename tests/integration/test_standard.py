@@ -37,7 +37,7 @@ from langchain_tests.integration_tests import (
 from langchain_tests.unit_tests import ChatModelUnitTests, EmbeddingsUnitTests, ToolsUnitTests
 from langgraph.store.memory import InMemoryStore
 
-from pagefault import ArchivalRetriever, Context, OfflineChatModel, OfflineEmbeddings, memory_tools
+from pagefault import ArchivalRetriever, Context, JointEmbeddings, OfflineChatModel, OfflineEmbeddings, memory_tools
 from pagefault.stores import ArchivalStore, MemoryServices, Provenance, Scope
 
 DATA_DIR = tempfile.mkdtemp(prefix="pagefault-standard-")
@@ -193,6 +193,24 @@ class TestOfflineEmbeddingsIntegration(EmbeddingsIntegrationTests):
     @property
     def embeddings_class(self) -> type[OfflineEmbeddings]:
         return OfflineEmbeddings
+
+
+class TestJointEmbeddingsUnit(EmbeddingsUnitTests):
+    """The default embedding (``offline-joint``)."""
+
+    @property
+    def embeddings_class(self) -> type[JointEmbeddings]:
+        return JointEmbeddings
+
+    @pytest.mark.xfail(run=False, reason=NO_ENV)
+    def test_init_from_env(self) -> None:
+        super().test_init_from_env()
+
+
+class TestJointEmbeddingsIntegration(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self) -> type[JointEmbeddings]:
+        return JointEmbeddings
 
 
 # -- the archival retriever ---------------------------------------------------------------------
