@@ -63,6 +63,8 @@ def test_perf_turns_writes_turn_storage_and_ingestion_tables(tmp_path):
         assert (time_row[6:] == ["-", "-"]) if name == "bare" else all(re.fullmatch(NUMBER, c) for c in time_row[6:])
         assert all(re.fullmatch(NUMBER, c) for c in bytes_row[1:3]) and bytes_row[4].endswith(" MB")
     assert re.search(rf"RSS {NUMBER} MiB before loading, {NUMBER} MiB with 150 passages loaded", turns)
+    assert re.search(rf"`conversation_search` after the last turn, over its {NUMBER} recall entries \(top 50, .*"
+                     rf"`offline-joint`\): p50 {NUMBER} ms, p95 {NUMBER} ms over 200 questions", turns), turns
     ingest = _section(text, "perf_ingest")
     rows = _rows(ingest, "embedding the passages only") + _rows(ingest, "`ingest_document`")
     assert len(rows) == 2 and rows[0][4] == "100 %" and re.fullmatch(r"\d+\.\d %", rows[1][4])
