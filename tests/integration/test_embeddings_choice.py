@@ -219,7 +219,8 @@ def test_a_bad_choice_is_one_clear_error_naming_it(tmp_path):
     with pytest.raises(EmbeddingsError, match="embeddings 'nosuch:model': Provider 'nosuch' is not supported"):
         open_embedded(str(tmp_path / "b"), embeddings="nosuch:model")
     with pytest.raises(EmbeddingsError,
-                       match="embeddings 'minilm': expected 'offline', 'offline-multilingual' or a LangChain init_embeddings id"):
+                       match="embeddings 'minilm': expected 'offline-joint', 'offline', 'offline-multilingual' or a LangChain "
+                             "init_embeddings id"):
         MemoryServices.open(str(tmp_path / "c"), embeddings="minilm")
     assert not (tmp_path / "b" / "chroma").exists() and not (tmp_path / "c" / "chroma").exists()
 
@@ -233,9 +234,9 @@ def test_doctor_says_which_model_made_the_store_and_when_this_process_would_be_r
     MemoryServices.forget(str(tmp_path))
     found = diagnose(str(tmp_path), database_url="", chroma_url="")
     check = next(c for c in found.checks if c.tier == "embeddings")
-    assert not check.ok and check.detail == "'scripted' (64 dimensions); this process: 'offline' (the default)"
-    assert any("the store is embedded by 'scripted' (64 dimensions) and this process would use 'offline'" in p
-               and "pagefault reindex --embeddings offline" in p for p in found.problems), found.problems
+    assert not check.ok and check.detail == "'scripted' (64 dimensions); this process: 'offline-joint' (the default)"
+    assert any("the store is embedded by 'scripted' (64 dimensions) and this process would use 'offline-joint'" in p
+               and "pagefault reindex --embeddings offline-joint" in p for p in found.problems), found.problems
     monkeypatch.setenv("PAGEFAULT_EMBEDDINGS", "scripted")
     again = diagnose(str(tmp_path), database_url="", chroma_url="")
     assert next(c for c in again.checks if c.tier == "embeddings").ok and again.ok, again.problems
