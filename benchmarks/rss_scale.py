@@ -12,8 +12,8 @@ opens the directory with ``MemoryServices.open`` (the embedded default: archival
 - RSS cold: just after the open, once the BM25 postings the open starts loading on background threads
   are loaded (recall's vectors are read by the open itself), after ``gc.collect()``;
 - RSS after searches: after one ``ArchivalStore.search`` and one ``RecallIndex.search`` (what the
-  ``archival_memory_search`` and ``conversation_search`` tools call), which load the rest: the MiniLM
-  model for the query's embedding and Chroma's HNSW index;
+  ``archival_memory_search`` and ``conversation_search`` tools call), which load the rest: the embedding
+  models for the query and Chroma's HNSW index;
 - peak: ``ru_maxrss`` at the end (the loads' transient copies included);
 - search p50: ``--queries`` timed searches of each kind, top 5, each paying for one real query
   embedding (the embedding cache is emptied before each).
@@ -22,9 +22,9 @@ The data is built once per size into ``benchmarks/.cache/rss-scale/n<N>`` (gitig
 by a child process, starting from a copy of the largest smaller size already built. A build cut short
 resumes where its records stop (``n<N>.partial``): record ids are deterministic and writes are
 upserts, so a batch written twice is stored once. Vectors are precomputed: seeded random unit vectors
-(384 dimensions, MiniLM's), not MiniLM's (1M embeddings would take hours, and memory does not depend
-on the values). They go in through pagefault's own write paths, found in the embedding cache as
-``pagefault ingest`` finds the batch it embedded ahead: archival passages through
+of the default embedding's dimensions (896, ``offline-joint``'s), not its vectors (1M embeddings would
+take hours, and memory does not depend on the values). They go in through pagefault's own write
+paths, found in the embedding cache as ``pagefault ingest`` finds the batch it embedded ahead: archival passages through
 ``ArchivalStore.insert_many`` (a document's passages: guard, redaction, provenance, Chroma and BM25),
 recall entries through ``RecallIndex.add`` (what the recall writer runs for a turn: each message
 and its unit, vectors in ``recall.sqlite``, BM25 rows). All records belong to one user.
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import os
 import random
@@ -54,9 +53,11 @@ import perf_data  # noqa: E402
 from results_md import write_section  # noqa: E402
 
 NAME = "rss-scale"
-CACHE = perf_data.CACHE / "rss-scale"
+#: Built directories are kept per embedding: the vectors' dimensions are part of what is measured.
+CACHE = perf_data.CACHE / "rss-scale" / perf_data.DEFAULT
 SEED = 20261201
-DIMENSIONS = 384
+#: The default embedding's (``offline-joint``: 896).
+DIMENSIONS = 896
 USER = "rss-bench"
 #: Records per write call (under the embedding cache's 4,096 vectors, so one batch fits in it).
 BATCH = 1_000
@@ -99,18 +100,13 @@ def messages(batch: int) -> list[Any]:
     return out
 
 
-def prefill(texts: list[str], vecs) -> None:
-    """Put ``vecs`` in the offline model's embedding cache as the vectors of ``texts``, as
-    ``ingest_document`` does with the batch it embedded ahead: the write path then finds them there."""
-    from pagefault.models.embeddings import _Model
-
-    model = _Model.get()
-    keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
-    with model.cache_lock:
-        model.cache.clear()
-        for k, v in zip(keys, vecs):
-            model.cache[k] = v
-    got = model.embed_cached(texts[:1])  # a hit, or the cache is keyed differently now: say so, not embed 1M
+def prefill(model: Any, texts: list[str], vecs) -> None:
+    """Put ``vecs`` in the store's embedding ``model``'s cache as the vectors of ``texts``
+    (``EmbeddingModel.prime``), as ``ingest_document`` does with the batch it embedded ahead: the write
+    path then finds them there."""
+    model.forget_cached()
+    model.prime(texts, vecs)
+    got = model.embed_array(texts[:1])  # a hit, or the cache is keyed differently now: say so, not embed 1M
     if not (got[0] == vecs[0]).all():
         raise SystemExit("rss_scale: the embedding cache did not return the precomputed vector (its key changed?)")
 
@@ -130,7 +126,7 @@ def fill_archival(svc: Any, n: int) -> None:
               smoothing=0.05, mininterval=2) as bar:
         for b in range(first, -(-n // BATCH)):
             texts = passages(b)[:n - b * BATCH]
-            prefill(texts, unit_vectors(1, b, len(texts)))
+            prefill(svc.embeddings, texts, unit_vectors(1, b, len(texts)))
             got = svc.archival.insert_many(scope, [(t, Provenance(source="document", message_id=f"rss#p{b * BATCH + j}"))
                                                    for j, t in enumerate(texts)])
             if any(r.fact_key for r in got):
@@ -154,7 +150,7 @@ def fill_recall(svc: Any, n: int) -> None:
               smoothing=0.05, mininterval=2) as bar:
         for b in range(first, -(-n // BATCH)):
             msgs = messages(b)[:n - b * BATCH]
-            prefill([dense_text(recall_text(m)) for m in msgs], unit_vectors(2, b, len(msgs)))
+            prefill(svc.embeddings, [dense_text(recall_text(m)) for m in msgs], unit_vectors(2, b, len(msgs)))
             start = b * BATCH
             # A batch never spans two threads (THREAD_LEN is a multiple of BATCH).
             thread, at = f"thread-{start // THREAD_LEN:05d}", start % THREAD_LEN
@@ -220,7 +216,6 @@ def measure(data_dir: Path, n_queries: int) -> dict[str, Any]:
         gc.collect()
         return int(proc.memory_info().rss)
 
-    from pagefault.models.embeddings import _Model
     from pagefault.stores.scope import Scope
     from pagefault.stores.services import MemoryServices
 
@@ -242,12 +237,11 @@ def measure(data_dir: Path, n_queries: int) -> dict[str, Any]:
     svc.recall.search(scope, queries[-1], TOP_K)
     svc.archival.index.embeddings.embed_array(queries[-1:])  # the model is loaded in every row (an empty store's search skips it)
     out["rss_after_searches"] = rss()
-    cache = _Model.get().cache
     for key, search, qs in (("archival_ms", svc.archival.search, queries[:n_queries + WARMUP]),
                             ("recall_ms", svc.recall.search, queries[n_queries + WARMUP:-1])):
         samples = []
         for k, q in enumerate(qs):
-            cache.clear()
+            svc.embeddings.forget_cached()
             t = time.perf_counter()
             hits = search(scope, q, TOP_K)
             if k >= WARMUP:

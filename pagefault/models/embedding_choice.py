@@ -146,6 +146,25 @@ class EmbeddingModel(Embeddings):
             return self._offline.embed_query_array(queries)
         return self._cached(queries, query=True)
 
+    def prime(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep ``vectors`` (unit rows, one per text) as the stored-text vectors of ``texts``, so the next
+        ``embed_array`` of them finds them instead of embedding: a caller that has them already (a
+        benchmark writing precomputed vectors through the real write paths). At most ``CACHE_SIZE`` are kept."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape != (len(texts), self.dimensions):
+            raise EmbeddingsError(f"embedding {self.name!r}: {vectors.shape} vectors for {len(texts)} texts of "
+                                  f"{self.dimensions} dimensions")
+        if self._offline is not None:
+            self._offline.prime(texts, vectors)
+            return
+        with self._lock:
+            for t, v in zip(texts, vectors):
+                key = b"d" + hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                self._cache[key] = v
+                self._cache.move_to_end(key)
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+
     def forget_cached(self) -> None:
         """Drop the vectors this model keeps of recent texts, and the built-in MiniLM's own (benchmarks that
         time an uncached embedding)."""

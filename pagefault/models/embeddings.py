@@ -193,6 +193,16 @@ class OfflineEmbeddings(UnitVectorSpaces, Embeddings):
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return self._model.embed_cached(list(texts))
 
+    def prime(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep ``vectors`` as the vectors of ``texts`` in the process's cache (``EmbeddingModel.prime``)."""
+        with self._model.cache_lock:
+            for t, v in zip(texts, vectors):
+                key = hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+                self._model.cache[key] = np.asarray(v, dtype=np.float32)
+                self._model.cache.move_to_end(key)
+            while len(self._model.cache) > CACHE_SIZE:
+                self._model.cache.popitem(last=False)
+
     def forget_cached(self) -> None:
         """Drop the process's cached vectors of recent texts (benchmarks that time an uncached embedding)."""
         with self._model.cache_lock:
