@@ -297,7 +297,7 @@ def table(results: dict[int, dict[str, Any]], n_queries: int, cmd: str, machine:
     lines = [
         f"Command: `{cmd}`. Machine: {machine}. One embedded process per row (a fresh one for each size), "
         f"N archival passages and N recall entries of one user; RSS after `gc.collect()`, peak is `ru_maxrss`; "
-        f"search p50 over {n_queries} queries of each kind, top {TOP_K}, query embedding (MiniLM int8) included.",
+        f"search p50 over {n_queries} queries of each kind, top {TOP_K}, query embedding (`offline-joint`, uncached) included.",
         "",
         "| records (each kind) | RSS cold MiB | RSS after searches MiB | peak MiB | archival search p50 ms "
         "| conversation_search p50 ms | on disk MiB | bytes / record over empty |",
@@ -321,7 +321,7 @@ def table(results: dict[int, dict[str, Any]], n_queries: int, cmd: str, machine:
         + ".",
         "Cold is the directory just opened: recall's vectors (a numpy matrix per recall collection, `recall` and "
         "`recall_unit`) and the BM25 postings (archival, recall, recall units) are read at open; the first searches "
-        "add the MiniLM model and Chroma's HNSW index of archival. Vectors are seeded random unit vectors written "
+        "add the embedding models and Chroma's HNSW index of archival. Vectors are seeded random unit vectors written "
         "through `ArchivalStore.insert_many` and `RecallIndex.add` (see the script's docstring).",
     ]
     return "\n".join(lines)
