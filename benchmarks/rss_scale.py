@@ -52,7 +52,9 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import perf_data  # noqa: E402
 from results_md import write_section  # noqa: E402
 
-NAME = "rss-scale"
+#: Its RESULTS section: one per embedding, the vectors' dimensions being part of what is measured ("rss-scale"
+#: holds the run on MiniLM's 384 dimensions, the default then, to 1M records).
+NAME = f"rss-scale-{perf_data.DEFAULT}"
 #: Built directories are kept per embedding: the vectors' dimensions are part of what is measured.
 CACHE = perf_data.CACHE / "rss-scale" / perf_data.DEFAULT
 SEED = 20261201

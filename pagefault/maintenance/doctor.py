@@ -45,24 +45,24 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
 CHROMA_DIR = "chroma"
 LEXICAL_FILE = "lexical.sqlite"
-EMBEDDED_RECORD_LIMIT = 400_000
+EMBEDDED_RECORD_LIMIT = 200_000
 """Archival records, or recall entries, of one embedded data directory past which ``pagefault doctor``
 warns that it has outgrown an embedded process and should move to a Chroma server (``scale_warnings``).
 
-It comes from ``benchmarks/rss_scale.py`` (``benchmarks/RESULTS.md``, section "rss-scale"), which
-measures an embedded process's resident memory against N archival passages and N recall entries:
-3.1 GiB at 300,000 of each and 9.5 GiB at 1,000,000, growing linearly (``RESIDENT_BYTES_PER_RECORD``),
-so about 4 GiB per process at 400,000 of each (the fit crosses it at 401,132), and every process that
-opens the directory pays it."""
-RESIDENT_BYTES_PER_RECORD = 4_910
+It comes from ``benchmarks/rss_scale.py`` (``benchmarks/RESULTS.md``, section "rss-scale-offline-joint"),
+which measures an embedded process's resident memory against N archival passages and N recall entries of
+the default embedding's 896-dimension vectors: 2.0 GiB at 100,000 of each and 5.4 GiB at 300,000, growing
+linearly (``RESIDENT_BYTES_PER_RECORD``), so about 4 GiB per process at 200,000 of each (the fit crosses it
+at 217,077), and every process that opens the directory pays it. (MiniLM's 384-dimension vectors, the
+default before, took about 4,900 bytes per record: 4 GiB at 401,132; section "rss-scale".)"""
+RESIDENT_BYTES_PER_RECORD = 8_880
 """Resident memory of an embedded process per stored record (an archival passage or a recall entry,
 the two averaged), above what an empty data directory takes: the slope ``benchmarks/rss_scale.py``
-fits (4,911 bytes, over 0, 10,000, 100,000, 300,000 and 1,000,000 records of each kind).
+fits for the default embedding (8,877 bytes, over 0, 100,000 and 300,000 records of each kind).
 ``scale_warnings`` estimates a directory's resident memory with it."""
-EMPTY_PROCESS_BYTES = 360 * 1024 * 1024
+EMPTY_PROCESS_BYTES = 450 * 1024 * 1024
 """Resident memory of an embedded process on an empty data directory, after its first searches
-(``benchmarks/rss_scale.py``'s empty row and its fit's intercept: the libraries, Chroma's client and
-the MiniLM model)."""
+(``benchmarks/rss_scale.py``'s empty row: the libraries, Chroma's client and the two embedding models)."""
 
 
 @dataclass(frozen=True)
