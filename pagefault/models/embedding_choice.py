@@ -25,7 +25,6 @@ for symmetric models such as OpenAI's and MiniLM, a ``query:`` / ``passage:`` pr
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -35,7 +34,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embeddings import DIMENSION as OFFLINE_DIMENSIONS
-from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.embeddings import OfflineEmbeddings, remember, text_key
 from pagefault.models.joint import DIMENSION as JOINT_DIMENSIONS
 from pagefault.models.joint import NAME as JOINT
 from pagefault.models.joint import JointEmbeddings
@@ -158,12 +157,7 @@ class EmbeddingModel(Embeddings):
             self._offline.prime(texts, vectors)
             return
         with self._lock:
-            for t, v in zip(texts, vectors):
-                key = b"d" + hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-                self._cache[key] = v
-                self._cache.move_to_end(key)
-            while len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
+            remember(self._cache, ((b"d" + text_key(t), v) for t, v in zip(texts, vectors)), CACHE_SIZE)
 
     def forget_cached(self) -> None:
         """Drop the vectors this model keeps of recent texts, and the built-in MiniLM's own (benchmarks that
@@ -177,7 +171,7 @@ class EmbeddingModel(Embeddings):
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         side = b"q" if query else b"d"
-        keys = [side + hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        keys = [side + text_key(t) for t in texts]
         found: dict[bytes, np.ndarray] = {}
         with self._lock:
             for k in keys:
@@ -189,12 +183,9 @@ class EmbeddingModel(Embeddings):
         if missing:
             text_of = dict(zip(keys, texts))
             fresh = self._embed([text_of[k] for k in missing], query=query)
+            found.update(zip(missing, fresh))
             with self._lock:
-                for k, v in zip(missing, fresh):
-                    self._cache[k] = found[k] = v
-                    self._cache.move_to_end(k)
-                while len(self._cache) > CACHE_SIZE:
-                    self._cache.popitem(last=False)
+                remember(self._cache, zip(missing, fresh), CACHE_SIZE)
         return np.vstack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def _embed(self, texts: list[str], *, query: bool = False) -> np.ndarray:

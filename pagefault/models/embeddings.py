@@ -39,6 +39,21 @@ def background_embedding() -> None:
     _thread_role.background = True
 
 
+def text_key(text: str) -> bytes:
+    """The key a text's vector is cached under: a 16-byte BLAKE2b of its UTF-8 (lone surrogates kept)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def remember(cache: "OrderedDict[bytes, np.ndarray]", pairs: Any, limit: int = CACHE_SIZE) -> None:
+    """Put each (key, vector) of ``pairs`` in the LRU ``cache`` as its newest, then drop the oldest past
+    ``limit``. The caller holds the cache's lock."""
+    for k, v in pairs:
+        cache[k] = v
+        cache.move_to_end(k)
+    while len(cache) > limit:
+        cache.popitem(last=False)
+
+
 def in_background() -> bool:
     """Whether the calling thread was marked background work (``background_embedding``)."""
     return bool(getattr(_thread_role, "background", False))
@@ -97,7 +112,7 @@ class _Model:
 
     def embed_cached(self, texts: Sequence[str]) -> np.ndarray:
         """``embed``, computing only the texts not embedded recently."""
-        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        keys = [text_key(t) for t in texts]
         out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
         missing: dict[bytes, str] = {}
         with self.cache_lock:
@@ -111,11 +126,7 @@ class _Model:
         if missing:
             fresh = dict(zip(missing, self.embed(list(missing.values()))))
             with self.cache_lock:
-                for k, v in fresh.items():
-                    self.cache[k] = v
-                    self.cache.move_to_end(k)
-                while len(self.cache) > CACHE_SIZE:
-                    self.cache.popitem(last=False)
+                remember(self.cache, fresh.items())
             for i, k in enumerate(keys):
                 if k in fresh:
                     out[i] = fresh[k]
@@ -196,12 +207,7 @@ class OfflineEmbeddings(UnitVectorSpaces, Embeddings):
     def prime(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Keep ``vectors`` as the vectors of ``texts`` in the process's cache (``EmbeddingModel.prime``)."""
         with self._model.cache_lock:
-            for t, v in zip(texts, vectors):
-                key = hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-                self._model.cache[key] = np.asarray(v, dtype=np.float32)
-                self._model.cache.move_to_end(key)
-            while len(self._model.cache) > CACHE_SIZE:
-                self._model.cache.popitem(last=False)
+            remember(self._model.cache, ((text_key(t), np.asarray(v, dtype=np.float32)) for t, v in zip(texts, vectors)))
 
     def forget_cached(self) -> None:
         """Drop the process's cached vectors of recent texts (benchmarks that time an uncached embedding)."""

@@ -140,8 +140,8 @@ class MemoryServices:
         try:
             chroma, names = _opened_tiers(client, path, server, model)
         except EmbeddingMismatch as e:
-            if model.name != DEFAULT or e.recorded.model != FORMER_DEFAULT:
-                raise
+            if e.recorded.model == model.name or not opens_as(model.name, e.recorded.model):
+                raise  # another model, or this one's name with other dimensions
             # A store the former default made keeps it until a reindex moves it (``FORMER_DEFAULT``).
             log.warning("%s was embedded by %r, pagefault's default before %r: it is searched with %r until "
                         "`pagefault reindex --embeddings %s` moves it to the default", e.where, FORMER_DEFAULT,
