@@ -15,13 +15,14 @@ It costs what the two models cost together (each text is embedded twice). ``benc
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embeddings import DIMENSION as ENGLISH_DIMENSION
-from pagefault.models.embeddings import OfflineEmbeddings
+from pagefault.models.embeddings import OfflineEmbeddings, in_background
 from pagefault.models.multilingual import DIMENSION as MULTILINGUAL_DIMENSION
 from pagefault.models.multilingual import MultilingualEmbeddings
 
@@ -31,6 +32,10 @@ NAME = "offline-joint"
 DIMENSION = ENGLISH_DIMENSION + MULTILINGUAL_DIMENSION
 #: MiniLM's share of a joint cosine (USE has the rest).
 ENGLISH_SHARE = 0.6
+#: Runs USE's half of a foreground embedding (a search's query) beside MiniLM's: both let go of the GIL
+#: for most of their work, so a query costs about the slower of the two instead of their sum. Background
+#: work (the writers behind a turn) embeds one half after the other, leaving the other core to the turn.
+_BESIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pagefault-joint-embedding")
 
 
 class JointEmbeddings(Embeddings):
@@ -51,7 +56,10 @@ class JointEmbeddings(Embeddings):
         texts = list(texts)
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        return self.join(self.english.embed_array(texts), self.multilingual.embed_array(texts))
+        if in_background():
+            return self.join(self.english.embed_array(texts), self.multilingual.embed_array(texts))
+        multilingual = _BESIDE.submit(self.multilingual.embed_array, texts)
+        return self.join(self.english.embed_array(texts), multilingual.result())
 
     def join(self, english: np.ndarray, multilingual: np.ndarray) -> np.ndarray:
         """Joint vectors from the two models' unit vectors of the same texts (rows in the same order)."""

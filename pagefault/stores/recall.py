@@ -371,8 +371,9 @@ class RecallIndex:
         turn_lexical = self.index.start_lexical(query, scope.key, n, **filters)
         unit_lexical = self.units.start_lexical(query, scope.key, n, **filters)
         qvec = self.index.embeddings.embed_query_array([query])[0]
+        units = self.units.start_signals(query, qvec, scope.key, n, with_docs=False, lexical=unit_lexical, **filters)
         turn = self.index.signals(query, qvec, scope.key, n, lexical=turn_lexical, **filters)
-        unit = self.units.signals(query, qvec, scope.key, n, with_docs=False, lexical=unit_lexical, **filters)
+        unit = units.result()
         say = lexical_confidence([turn.lexical, unit.lexical], LEXICAL_FULL_AT)
         scores = fuse([(WEIGHTS["turn_lexical"] * say, turn.lexical), (WEIGHTS["unit_lexical"] * say, unit.lexical),
                        (WEIGHTS["turn_dense"], turn.dense), (WEIGHTS["unit_dense"], unit.dense)])

@@ -27,6 +27,9 @@ OVERFETCH = 4
 TAG_PREFIX = "tag__"
 #: Runs the BM25 side of searches beside the query's embedding (``HybridIndex.start_lexical``).
 _SEARCH_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-bm25-search")
+#: Runs one index's ``signals`` beside another's (``HybridIndex.start_signals``): a search of two indexes
+#: scores both vector matrices at once. Apart from ``_SEARCH_POOL``, whose BM25 jobs these wait for.
+_SIGNALS_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-dense-search")
 
 
 @dataclass
@@ -252,6 +255,12 @@ class HybridIndex:
                     out.docs[id_] = (dense["documents"][0][j], dict(dense["metadatas"][0][j] or {}))
         out.lexical = dict(lexical.result())
         return out
+
+    def start_signals(self, query: str, query_vector: np.ndarray, scope: str, n: int, **options: Any
+                      ) -> "Future[Signals]":
+        """``signals`` on another thread (same arguments), for a caller that searches a second index
+        meanwhile: the vector scoring lets go of the GIL, so the two run side by side."""
+        return _SIGNALS_POOL.submit(self.signals, query, query_vector, scope, n, **options)
 
     def start_lexical(self, query: str, scope: str, n: int, *, thread_id: str | None = None, tags: Sequence[str] = (),
                       start: float | None = None, end: float | None = None, validity: ValidityFilter | None = None,
