@@ -21,11 +21,13 @@ import hashlib
 import logging
 import re
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from pagefault.engines.locks import LocalLocks, LockTimeout, locks_for
+from pagefault.models.embeddings import in_background
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.safety.redaction import redact
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
@@ -45,11 +47,23 @@ MAX_TAGS = 16
 MAX_QUERY_CHARS = 20_000
 MAX_TOP_K = 1_000
 _TAG = re.compile(r"[A-Za-z0-9_\-:]{1,64}")
+#: Embeds a fact's new record while its insert takes the locks and reads the fact (``_embedding_ahead``).
+_EMBED_AHEAD = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pagefault-embed-ahead")
 
 
 def archival_id(scope: Scope, text: str) -> str:
     norm = " ".join(text.split()).lower()
     return "arc-" + hashlib.sha256(f"{scope.key}\x00{norm}".encode()).hexdigest()[:24]
+
+
+def _embedding_ahead(index: HybridIndex, text: str) -> "Future[Any]":
+    """The vector of ``text`` for ``index``, started now: on ``_EMBED_AHEAD`` for a turn, at once on a
+    background writer's own thread (its work stays one thing at a time, leaving the other core to the turn)."""
+    if not in_background():
+        return _EMBED_AHEAD.submit(index.embeddings.embed_array, [text])
+    done: Future[Any] = Future()
+    done.set_result(index.embeddings.embed_array([text]))
+    return done
 
 
 def check_tags(tags: object) -> tuple[str, ...]:
@@ -376,7 +390,10 @@ class ArchivalStore:
     def _insert(self, scope: Scope, p: _Pending, judge: SupersedeJudge = PATTERNS) -> ArchivalRecord:
         fact, since, rid = p.fact, p.since, p.rid
         index = self.index  # waits for the journal once, here, never under the fact lock below
-        existing = index.get([rid])
+        # A complete BM25 shadow that lacks the record: it is not stored, or only its Chroma half (a crash
+        # between the two writes), which the write below completes. Chroma is not asked then (on a
+        # server, a round trip for each insert).
+        existing = index.get([rid]) if not index.shadow_is_complete or index.lexical.texts([rid]) else []
         if existing:
             record = record_from_hit(existing[0])
             self._repair_lexical(existing[0], record)
@@ -403,6 +420,9 @@ class ArchivalStore:
             index.upsert([item])
             return record
         held = {fact.key, *(_linked_key(c) for c in links.all)}
+        # Embedded while the locks are taken and the fact's records read (each a round trip on Postgres and
+        # a Chroma server); a background writer embeds on its own thread, as it does all its work.
+        vectors = _embedding_ahead(index, item.text)
         with fact_locks(index, scope, held):
             if links.all:
                 self._join(scope, fact, links, held)
@@ -413,9 +433,9 @@ class ArchivalStore:
             changes = timeline([*stamped, Stamped(rid, fact.value, fresh)])
             validity = changes.pop(rid, fresh)
             item.metadata.update(validity.metadata())
-            index.upsert([item])  # first: a crash before the restamp leaves two current records,
-            if changes:  # which consolidation settles
-                index.restamp({i: v.metadata() for i, v in changes.items()})
+            index.upsert([item], vectors=vectors.result())  # first: a crash before the restamp leaves two
+            if changes:  # current records, which consolidation settles; ``near`` was read under the locks
+                index.restamp({i: v.metadata() for i, v in changes.items()}, read=near)
         return replace(record, validity=validity)
 
     def _links(self, scope: Scope, text: str, rid: str, judge: SupersedeJudge) -> _Links:

@@ -145,7 +145,9 @@ def test_model_output_cannot_choose_whose_memory(engines, two_users):
 
 
 def test_a_retried_insert_repairs_a_record_left_in_chroma_only(engines, monkeypatch):
-    """A crash between the Chroma write and the BM25 write: the retry writes the missing BM25 half."""
+    """A crash between the Chroma write and the BM25 write: the retry writes the missing BM25 half. The
+    BM25 shadow lacks the record, so the retry writes it whole, as new (the crashed call returned none),
+    without asking Chroma whether it is there."""
     svc, scope = _svc(engines), Scope("srv-half-chroma")
     text = "Dora parks her camper van behind the old sawmill on Tuesdays."
     lexical = svc.archival.index.lexical
@@ -161,8 +163,12 @@ def test_a_retried_insert_repairs_a_record_left_in_chroma_only(engines, monkeypa
     assert svc.archival.index.collection.get(ids=[rid], include=[])["ids"] == [rid], "Chroma half written"
     assert lexical.texts([rid]) == {} and svc.archival.count(scope) == 0, "BM25 half missing"
 
+    gets, collection = [], svc.archival.index.collection
+    real_get = collection.get
+    monkeypatch.setattr(collection, "get", lambda *a, **k: gets.append(k) or real_get(*a, **k))
     again = svc.archival.insert(scope, text, ["travel"])
-    assert (again.id, again.created, again.tags) == (rid, False, ("travel",))
+    monkeypatch.undo()
+    assert (again.id, again.created, again.tags) == (rid, True, ("travel",)) and gets == []
     assert lexical.texts([rid]) == {rid: text} and lexical.ids(scope.key) == {rid}
     assert [d for d, _ in lexical.search("camper sawmill", scope.key, 5, tags=["travel"])] == [rid]
     assert svc.archival.count(scope) == 1

@@ -33,3 +33,20 @@ def test_the_postgres_bm25_side_filters_by_validity_itself(svc):
     assert [i for i, _ in lex.search("Kai city", scope.key, 10, validity=CURRENT)] == [new.id]
     assert [i for i, _ in lex.search("Kai city", scope.key, 10, validity=as_of(parse_date("2024-02-01")))] == [old.id]
     assert {i for i, _ in lex.search("Kai city", scope.key, 10, validity=ALL)} == {old.id, new.id}
+
+
+def test_a_superseding_insert_reads_each_record_from_the_chroma_server_once(svc, monkeypatch):
+    """A new value of a fact: the new record's absence is asked of the BM25 shadow, and the records of the
+    fact are read from Chroma once, under the fact's lock, and restamped from that read (each Chroma call
+    is a round trip to the server)."""
+    scope = Scope("lena")
+    old = svc.archival.insert(scope, "As of 2024-01-10, Lena's city is Oslo.")
+    collection = svc.archival.index.collection
+    real_get, gets = collection.get, []
+    monkeypatch.setattr(collection, "get", lambda *a, **k: gets.append(k.get("ids") or k.get("where")) or real_get(*a, **k))
+    new = svc.archival.insert(scope, "As of 2024-06-01, Lena's city is Bergen.")
+    monkeypatch.undo()
+    assert len(gets) == 1, gets  # the fact's records (by their fact key); before: the new id and a restamp's too
+    now = {r.id: r.validity for r in svc.archival.timeline(scope, new.fact_key)}
+    assert now[old.id].valid_to == new.validity.valid_from and now[new.id].current and not now[old.id].current
+    assert [r.id for r, _ in svc.archival.search(scope, "Lena city", 5)] == [new.id]

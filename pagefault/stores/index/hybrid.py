@@ -173,9 +173,15 @@ class HybridIndex:
         self.lexical.upsert(lexical_doc(i.id, i.text, i.chroma_metadata()) for i in items)
         return vectors
 
-    def restamp(self, changes: Mapping[str, Mapping[str, Any]]) -> None:
-        """Merge new metadata into stored records (Chroma first, then the BM25 shadow), keeping text and vectors."""
-        hits = self.get(list(changes))
+    def restamp(self, changes: Mapping[str, Mapping[str, Any]], *, read: Sequence[Hit] | None = None) -> None:
+        """Merge new metadata into stored records (Chroma first, then the BM25 shadow), keeping text and vectors.
+        ``read``: the records as the caller has just read them, under a lock that keeps them as read (they
+        are then not read again: on a Chroma server that is a round trip); those of other ids are ignored."""
+        if read is None:
+            hits = self.get(list(changes))
+        else:
+            known = {h.id: h for h in read}
+            hits = [known[i] for i in changes if i in known]
         if not hits:
             return
         merged: list[Metadata] = [{**h.metadata, **changes[h.id]} for h in hits]
