@@ -112,6 +112,20 @@ def last_value(state: Any, writes: Sequence[Any]) -> Any:
     return writes[-1] if writes else state
 
 
+#: What the ``reason`` node writes to ``summary`` at each model call: the summary as it is. A delta
+#: channel's read walks back to its last full value, and only writes bring the next one: written at
+#: compactions alone, the summary's last full value can be the thread's first checkpoint.
+KEEP = None
+
+
+def last_kept(state: Any, writes: Sequence[Any]) -> Any:
+    """``last_value``, where a ``KEEP`` write leaves the value as it is."""
+    for w in reversed(writes):
+        if w is not KEEP:
+            return w
+    return state
+
+
 def prompt_patch(old: str, new: str) -> str | dict[str, Any]:
     """What the ``reason`` node writes to ``system_prompt``: ``new`` itself, or, when it is much smaller,
     the lines that changed since ``old`` (the channel's value), which ``patched_prompt`` applies."""
@@ -162,8 +176,8 @@ class DeltaSpec:
     """One delta channel: its reducer, its empty value, and how many writes to it go between two full values.
 
     A read walks back to the oldest of the channels' last full values, so each is stored about every ten
-    turns: a turn writes ``messages`` about four times, ``tokens`` and ``system_prompt`` about twice (once
-    per model call), and ``summary`` once in several turns (at a compaction)."""
+    turns: a turn writes ``messages`` about four times, and ``tokens``, ``system_prompt`` and ``summary``
+    about twice (once per model call; ``summary`` as ``KEEP`` between compactions)."""
 
     reducer: Callable[[Any, Sequence[Any]], Any]
     empty: Callable[[], Any]
@@ -177,7 +191,7 @@ class DeltaSpec:
 #: The delta channels of ``PagefaultState``.
 DELTA_CHANNELS: dict[str, DeltaSpec] = {
     "messages": DeltaSpec(fold_messages, list, 40),
-    "summary": DeltaSpec(last_value, str, 2),
+    "summary": DeltaSpec(last_kept, str, 20),
     "tokens": DeltaSpec(last_value, dict, 20),
     "system_prompt": DeltaSpec(patched_prompt, str, 20),
 }

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from pagefault.consolidation.sleeptime import note_turn
 from pagefault.graph.context import Context
-from pagefault.graph.state import PagefaultState, prompt_patch
+from pagefault.graph.state import KEEP, PagefaultState, prompt_patch
 from pagefault.window.recall_sync import sync_recall
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
@@ -46,6 +46,7 @@ def make_reason(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
             "pressure_warned": state.pressure_warned or warned,
             "tokens": main.tokens,
             "system_prompt": prompt_patch(state.system_prompt, main.system_prompt),
+            "summary": KEEP,  # keeps the summary's last full value near (``graph.state.KEEP``)
             **claim,
         }
         if not state.tokens:  # first turn of the thread: make every field visible in the state
