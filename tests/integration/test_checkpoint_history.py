@@ -25,6 +25,7 @@ from support.engines import fresh_database
 
 from pagefault import Context, OfflineChatModel, open_embedded
 from pagefault.graph.saved_state import SavedHistory, saved_history, saved_values
+from pagefault.graph.state import DELTA_CHANNELS
 from pagefault.maintenance.replay import model_calls
 from pagefault.maintenance.transfer import thread_history
 from pagefault.models.offline import SUMMARY_INSTRUCTION
@@ -183,3 +184,41 @@ def test_a_turn_on_a_thread_whose_last_run_ended_here_rebuilds_its_state_once(tm
         calls.clear()
         graph.invoke({"messages": [HumanMessage("Where do I live?")]}, CONFIG, context=ctx)
         assert len(calls) == 2
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_without_compactions_every_delta_channel_reads_from_a_full_value_nearby(backend, tmp_path):
+    """A window too big to compact: the summary is never written by a compaction. A read of the latest
+    checkpoint still starts from each delta channel's full value at most its ``snapshot_every`` writes
+    back (the ``reason`` node writes the summary as ``KEEP``), not from the thread's first checkpoint,
+    which every turn of a long thread would have walked back to (and read on the way)."""
+    data = str(tmp_path / "d")
+    ctx = Context(user_id="ana", data_dir=data, context_window=200_000)
+    turns = 30
+    with fresh_database("pf_ckpt_walk") if backend == "postgres" else _no_database() as url:
+        with (open_postgres(url, data_dir=data) if url else open_embedded(data)) as p:
+            graph = p.graph()
+            for text in TEXTS[:turns]:
+                graph.invoke({"messages": [HumanMessage(text)]}, CONFIG, context=ctx)
+            values = graph.get_state(CONFIG).values
+            assert values["compactions"] == 0 and values["summary"] == ""
+            head = p.checkpointer.get_tuple({"configurable": {"thread_id": THREAD, "checkpoint_ns": ""}}).config
+            history = p.checkpointer.get_delta_channel_history(config=head, channels=list(DELTA_CHANNELS))
+            for name, spec in DELTA_CHANNELS.items():
+                assert "seed" in history[name], f"{name}: no full value before the thread's first checkpoint"
+                assert len(history[name]["writes"]) <= spec.snapshot_every, (name, len(history[name]["writes"]))
+            assert [m.content for m in values["messages"] if isinstance(m, HumanMessage)] == TEXTS[:turns]
+
+
+def test_postgres_savers_read_delta_channels_a_short_page_at_a_time():
+    """``open_postgres`` sets LangGraph's page of checkpoints per delta read (its module constant, sync
+    and async: were it renamed, this fails instead of every long thread's turn reading 1,024 rows)."""
+    import langgraph.checkpoint.postgres as sync_saver
+    import langgraph.checkpoint.postgres.aio as async_saver
+
+    from pagefault.persistence.postgres import DELTA_PAGE_ROWS, lean_delta_reads
+
+    lean_delta_reads()
+    assert sync_saver._DELTA_PAGE_SIZE == async_saver._DELTA_PAGE_SIZE == DELTA_PAGE_ROWS < 1024
+    source = Path(sync_saver.__file__).read_text() + Path(async_saver.__file__).read_text()
+    assert source.count("_DELTA_PAGE_SIZE]") == 2, "each saver passes the module's page size to its query"
