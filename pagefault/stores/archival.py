@@ -58,9 +58,13 @@ def archival_id(scope: Scope, text: str) -> str:
 
 def _embedding_ahead(index: HybridIndex, text: str) -> "Future[Any]":
     """The vector of ``text`` for ``index``, started now: on ``_EMBED_AHEAD`` for a turn, at once on a
-    background writer's own thread (its work stays one thing at a time, leaving the other core to the turn)."""
+    background writer's own thread (its work stays one thing at a time, leaving the other core to the turn)
+    or when the pool takes no more work."""
     if not in_background():
-        return _EMBED_AHEAD.submit(index.embeddings.embed_array, [text])
+        try:
+            return _EMBED_AHEAD.submit(index.embeddings.embed_array, [text])
+        except RuntimeError:  # the interpreter is exiting (its pools take no more work): embed here
+            pass
     done: Future[Any] = Future()
     done.set_result(index.embeddings.embed_array([text]))
     return done
