@@ -392,6 +392,17 @@ def render(res: dict[str, Any], args: argparse.Namespace, command: str) -> str:
         vs_lite = ["-", "-"] if kind == "bare-sqlite" else [f"{p50 - lite[0]:+.1f}", f"{p95 - lite[1]:+.1f}"]
         lines.append(f"| {label} | {where} | {p50:.1f} | {p95:.1f} | {' | '.join(vs_pg)} | {' | '.join(vs_lite)} |")
 
+    # The script's turns come in four kinds (``perf_turns.script``), and the p50 of a path falls where two
+    # kinds meet: each kind's own p50 says where the time goes.
+    kinds = ("statement", "question", "acknowledgement", "statement with a core fact")
+    by_kind = {k: [perf_data.percentiles(t[i::len(kinds)])[0] for i in range(len(kinds))] for k, t in res["times"].items()}
+    lines += ["", "p50 by kind of turn (the script's turns take the four kinds in turn), and added vs (1) on the same kind:",
+              "", "| path | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+    for kind, (label, _where) in PATHS.items():
+        cells = [f"{v:.1f}" if kind == "bare-pg" else f"{v:.1f} ({v - b:+.1f})"
+                 for v, b in zip(by_kind[kind], by_kind["bare-pg"])]
+        lines.append(f"| {label} | {' | '.join(cells)} |")
+
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if b > 0 else "n/a (the embedded path added nothing)"
 
