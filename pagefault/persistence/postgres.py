@@ -38,6 +38,7 @@ from pagefault.stores.services import MemoryServices
 
 #: Connections per process for the checkpointer and the store together.
 POOL_SIZE = 8
+_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "connect_timeout": int(CONNECT_TIMEOUT)}
 #: Checkpoints LangGraph's Postgres savers read per query when they rebuild delta channels (theirs:
 #: 1,024). A read walks back to the channels' last full values, about fifty checkpoints
 #: (``graph.state.DeltaSpec``), but each page is read whole, so on a thread past 1,024 checkpoints
@@ -54,7 +55,6 @@ def lean_delta_reads() -> None:
 
     for module in (sync_saver, async_saver):
         module._DELTA_PAGE_SIZE = DELTA_PAGE_ROWS  # type: ignore[attr-defined]
-_POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "connect_timeout": int(CONNECT_TIMEOUT)}
 
 
 def _required(url: str | None) -> str:
