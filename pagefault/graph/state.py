@@ -218,7 +218,8 @@ class PagefaultState(InputState):
     """
 
     summary: Annotated[str, DELTA_CHANNELS["summary"].channel()] = ""
-    """Recursive summary of every evicted message."""
+    """Recursive summary of every evicted message. Written by compactions; each model call writes ``KEEP``
+    (None), which leaves it as it is (so a node's update, as streamed, may say ``"summary": None``)."""
     evicted_count: int = 0
     """How many of the thread's oldest messages have been evicted from the window."""
     recall_indexed: int = 0
