@@ -12,8 +12,9 @@ import hashlib
 import os
 import threading
 from collections import OrderedDict
+from concurrent.futures import Executor, Future
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -32,6 +33,7 @@ CACHE_SIZE = 4096
 
 
 _thread_role = threading.local()
+T = TypeVar("T")
 
 
 def background_embedding() -> None:
@@ -57,6 +59,21 @@ def remember(cache: "OrderedDict[bytes, np.ndarray]", pairs: Any, limit: int = C
 def in_background() -> bool:
     """Whether the calling thread was marked background work (``background_embedding``)."""
     return bool(getattr(_thread_role, "background", False))
+
+
+def beside(pool: Executor, fn: Callable[..., T], *args: Any) -> "Future[T]":
+    """``fn(*args)``, started now: on ``pool`` for a turn's work, so the caller can do something else
+    meanwhile; at once on the calling thread for background work (``background_embedding``: the writers
+    behind a turn do one thing at a time, leaving the other core to the turn), and when the interpreter is
+    exiting (its pools take no more work)."""
+    if not in_background():
+        try:
+            return pool.submit(fn, *args)
+        except RuntimeError:  # the interpreter is exiting
+            pass
+    done: Future[T] = Future()
+    done.set_result(fn(*args))
+    return done
 
 
 class _Model:

@@ -23,7 +23,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from pagefault.models.embeddings import DIMENSION as ENGLISH_DIMENSION
-from pagefault.models.embeddings import OfflineEmbeddings, in_background
+from pagefault.models.embeddings import OfflineEmbeddings, beside
 from pagefault.models.multilingual import DIMENSION as MULTILINGUAL_DIMENSION
 from pagefault.models.multilingual import MultilingualEmbeddings
 
@@ -57,9 +57,7 @@ class JointEmbeddings(Embeddings):
         texts = list(texts)
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        if in_background():
-            return self.join(self.english.embed_array(texts), self.multilingual.embed_array(texts))
-        multilingual = _BESIDE.submit(self.multilingual.embed_array, texts)
+        multilingual = beside(_BESIDE, self.multilingual.embed_array, texts)
         return self.join(self.english.embed_array(texts), multilingual.result())
 
     def join(self, english: np.ndarray, multilingual: np.ndarray) -> np.ndarray:

@@ -21,13 +21,13 @@ import hashlib
 import logging
 import re
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from pagefault.engines.locks import LocalLocks, LockTimeout, locks_for
-from pagefault.models.embeddings import in_background
+from pagefault.models.embeddings import beside
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.safety.redaction import redact
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
@@ -47,27 +47,13 @@ MAX_TAGS = 16
 MAX_QUERY_CHARS = 20_000
 MAX_TOP_K = 1_000
 _TAG = re.compile(r"[A-Za-z0-9_\-:]{1,64}")
-#: Embeds a fact's new record while its insert takes the locks and reads the fact (``_embedding_ahead``).
+#: Embeds a fact's new record while its insert takes the locks and reads the fact (``ArchivalStore._insert``).
 _EMBED_AHEAD = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pagefault-embed-ahead")
 
 
 def archival_id(scope: Scope, text: str) -> str:
     norm = " ".join(text.split()).lower()
     return "arc-" + hashlib.sha256(f"{scope.key}\x00{norm}".encode()).hexdigest()[:24]
-
-
-def _embedding_ahead(index: HybridIndex, text: str) -> "Future[Any]":
-    """The vector of ``text`` for ``index``, started now: on ``_EMBED_AHEAD`` for a turn, at once on a
-    background writer's own thread (its work stays one thing at a time, leaving the other core to the turn)
-    or when the pool takes no more work."""
-    if not in_background():
-        try:
-            return _EMBED_AHEAD.submit(index.embeddings.embed_array, [text])
-        except RuntimeError:  # the interpreter is exiting (its pools take no more work): embed here
-            pass
-    done: Future[Any] = Future()
-    done.set_result(index.embeddings.embed_array([text]))
-    return done
 
 
 def check_tags(tags: object) -> tuple[str, ...]:
@@ -426,7 +412,7 @@ class ArchivalStore:
         held = {fact.key, *(_linked_key(c) for c in links.all)}
         # Embedded while the locks are taken and the fact's records read (each a round trip on Postgres and
         # a Chroma server); a background writer embeds on its own thread, as it does all its work.
-        vectors = _embedding_ahead(index, item.text)
+        vectors = beside(_EMBED_AHEAD, index.embeddings.embed_array, [item.text])
         with fact_locks(index, scope, held):
             if links.all:
                 self._join(scope, fact, links, held)
