@@ -11,11 +11,12 @@ short however long the thread is. With a big window nothing compacts, so the sum
 compactions) is never written again: this benchmark is the case where a rarely written channel's last
 full value drifts back towards the thread's first checkpoint.
 
-Per checkpointer (SQLite, the embedded default; the machine's PostgreSQL, ``--admin-url``, in a fresh
-database dropped at the end), one pagefault graph on one thread of ``perf_turns.script`` (the offline
-model, not an LLM), archival and recall under a temporary data directory. Reported: the per-turn p50 of
-the first and the last 40 turns, the saver's ``get_delta_channel_history`` at the latest checkpoint
-(median of 10), and how many writes each delta channel replays from its full value.
+Per checkpointer (SQLite, the embedded default; the machine's PostgreSQL, ``PAGEFAULT_TEST_POSTGRES``
+as the tests use it, in a fresh database dropped at the end), one pagefault graph on one thread of
+``perf_turns.script`` (the offline model, not an LLM), archival and recall under a temporary data
+directory. Reported: the per-turn p50 of the first and the last 40 turns, the saver's
+``get_delta_channel_history`` at the latest checkpoint (median of 10), and how many writes each delta
+channel replays from its full value.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shlex
 import statistics
 import sys
@@ -50,6 +50,7 @@ SPAN = 40
 def one(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     """Run the thread on ``backend``; its figures."""
     from langchain_core.messages import HumanMessage
+    from support.engines import fresh_database
     from tqdm import tqdm
 
     from pagefault import Context, open_embedded
@@ -60,13 +61,7 @@ def one(backend: str, args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         work = stack.enter_context(tempfile.TemporaryDirectory(prefix="pf-long-thread-"))
         data = str(Path(work) / backend)
-        url = ""
-        if backend == "postgres":
-            import production_path
-
-            name = f"pf_long_thread_{secrets.token_hex(4)}"
-            url = production_path._create_database(args.admin_url, name)
-            stack.callback(production_path._drop_database, args.admin_url, name)
+        url = stack.enter_context(fresh_database("pf_long_thread")) if backend == "postgres" else ""
         persistence: Any = stack.enter_context(open_postgres(url, data_dir=data) if url else open_embedded(data))
         ctx = Context(user_id="bench", data_dir=data, context_window=args.window, model="offline",
                       chroma_url="", database_url=url)
@@ -129,8 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--turns", type=int, default=250)
     ap.add_argument("--window", type=int, default=200_000, help="context window in tokens (big: nothing compacts)")
     ap.add_argument("--backends", default="sqlite,postgres")
-    ap.add_argument("--admin-url", default=os.environ.get("PAGEFAULT_TEST_POSTGRES",
-                                                          "postgresql://postgres@127.0.0.1:5432/test"))
     ap.add_argument("--label", default="", help="what the table calls this run's code (default: git HEAD)")
     ap.add_argument("--json-out", default="", help="keep this run's figures as JSON here")
     ap.add_argument("--before", default="", help="a --json-out file of another run, shown above this run's rows")
