@@ -13,6 +13,10 @@ records of its scope the patterns miss, as replaced or restated. Tied records jo
 new text's, else theirs, else one named after the first of them); a restated record and the new one
 share a value, a replaced one keeps its own. So the timeline, consolidation and ``as_of`` treat them as
 one fact, as if the patterns had read it.
+
+A turn's inserts may be written behind it, from a journal: a file of the data directory on the embedded
+setup (``writers.archival_journal``), a table of the shared database when replicas share a Chroma
+server and the BM25 shadow in Postgres (``writers.shared_journal``).
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from pagefault.models.embeddings import beside
 from pagefault.safety.guard import GUARD_VERSION, scan
 from pagefault.safety.redaction import redact
 from pagefault.stores.index.hybrid import TAG_PREFIX, Hit, HybridIndex, IndexedText, lexical_doc
+from pagefault.stores.index.lexical_postgres import PostgresLexicalIndex
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.superseding import PATTERNS, Candidate, Judgement, SupersedeJudge
 from pagefault.stores.validity import ALL, CURRENT, Stamped, Validity, timeline
 from pagefault.stores.validity import as_of as true_at
 from pagefault.stores.writers.archival_journal import ArchivalJournal, Entry
+from pagefault.stores.writers.shared_journal import SharedJournal
 from pagefault.text.facts import Fact, fact_value, linked_fact, parse_fact
 from pagefault.text.unicode import check_unicode
 
@@ -223,21 +229,32 @@ class _Pending:
 class ArchivalStore:
     """Insert and hybrid-search archival records of one or many scopes.
 
-    ``index`` holds the records (a Chroma collection and its BM25 shadow); ``journal_path``, when
-    given, is the file of a write-behind journal for deferred inserts (the embedded setup's; see
-    ``insert``). ``MemoryServices.open`` builds one; most code uses ``services.archival``.
+    ``index`` holds the records (a Chroma collection and its BM25 shadow). Deferred inserts (see
+    ``insert``) are written behind the caller from a journal: in the file ``journal_path`` (the
+    embedded setup's, ``ArchivalJournal``), or with ``shared_journal`` in a table of the database
+    the BM25 shadow is in (replicas': ``SharedJournal``; the shadow must be a ``PostgresLexicalIndex``).
+    With neither, they are written at once. ``MemoryServices.open`` builds one; most code uses
+    ``services.archival``.
     """
 
-    def __init__(self, index: HybridIndex, *, journal_path: str | None = None) -> None:
+    def __init__(self, index: HybridIndex, *, journal_path: str | None = None, shared_journal: bool = False) -> None:
+        if journal_path and shared_journal:
+            raise ValueError("an archival store journals in a file or in the shared database, not both")
+        if shared_journal and not isinstance(index.lexical, PostgresLexicalIndex):
+            raise ValueError(f"a shared journal lives beside a BM25 shadow in Postgres; this store's is {index.lexical!r}")
         self._index = index
         #: The judge of each journalled insert still to be written (by record id), when it is not the
         #: patterns; inserts left journalled by a process that stopped are written with the patterns.
         self._judges: dict[str, SupersedeJudge] = {}
         if index.lexical.fact_keys_complete() is False:  # (None: a backend that keeps no fact keys)
             self._fill_fact_keys()
-        #: Inserts a turn makes, written behind it (embedded setup only; see ``archival_journal``).
-        self.journal = ArchivalJournal(journal_path, self._write_journalled,
-                                       prepare=index.embeddings.embed_array) if journal_path else None
+        #: Inserts a turn makes, written behind it (see the module docstring).
+        self.journal: ArchivalJournal | SharedJournal | None = None
+        if journal_path:
+            self.journal = ArchivalJournal(journal_path, self._write_journalled, prepare=index.embeddings.embed_array)
+        elif isinstance(index.lexical, PostgresLexicalIndex) and shared_journal:
+            self.journal = SharedJournal(index.lexical.url, self._write_journalled, shadow_table=index.lexical.table,
+                                         prepare=index.embeddings.embed_array)
 
     @property
     def index(self) -> HybridIndex:
@@ -299,8 +316,8 @@ class ArchivalStore:
         (``stores.superseding``); it is asked before any lock is taken, and a judge that fails (or names
         a record it was not shown) costs a warning in the log, never the insert.
 
-        ``defer``: a new record may be journalled and written behind the caller (the embedded setup
-        does this for a turn's inserts); the result is then the record as it will be written, before
+        ``defer``: a new record may be journalled and written behind the caller (a turn's inserts are,
+        when the store has a journal); the result is then the record as it will be written, before
         its fact's timeline is settled (and before the judge is asked). Reads of this store wait for it.
         """
         p = self._prepare(scope, text, tags, provenance, redact_secrets, valid_from)
@@ -579,6 +596,8 @@ class ArchivalStore:
 
     def count(self, scope: Scope) -> int:
         """Records of ``scope``, journalled ones included (every prompt shows it: it does not wait)."""
+        if isinstance(self.journal, SharedJournal):  # other replicas' journalled inserts too, in one statement
+            return self.journal.count(scope)
         pending = self.journal.pending_in(scope) if self.journal is not None else []
         if not pending:
             return self._index.count(scope.key)

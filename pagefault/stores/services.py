@@ -162,13 +162,16 @@ class MemoryServices:
         else:  # recall's many writes stay off Chroma's GIL-holding writer (``resident_vectors``)
             recall = RecallIndex(*(resident_hybrid(client, path, kind, model, name=names[kind])
                                    for kind in ("recall", "recall_unit")))
-        # One process owns an embedded directory, so it may write archival inserts behind the turn,
-        # and keep its small writes off Chroma's GIL-holding writer until they are many (``tiered``).
+        # One process owns an embedded directory, so it may write archival inserts behind the turn from a
+        # journal in that directory, and keep its small writes off Chroma's GIL-holding writer until they
+        # are many (``tiered``). Replicas sharing a server and a database journal in that database, where
+        # any of them (or the next to start) writes what a killed one left (``shared_journal``).
         archival_index = hybrid("archival", names["archival"])
         if not server:
             archival_index.collection = TieredCollection(
                 archival_index.collection, ResidentCollection(os.path.join(path, ARCHIVAL_RECENT_FILE), names["archival"]))
-        archival = ArchivalStore(archival_index, journal_path=None if server else index_path)
+        archival = ArchivalStore(archival_index, journal_path=None if server else index_path,
+                                 shared_journal=bool(server and shared))
         return cls(path, model, archival, recall, client, server, shared, names)
 
     @classmethod

@@ -1,7 +1,9 @@
 """Outages: the Chroma server killed, Postgres cut off (a proxy in front of the real server is closed).
 
 A turn during an outage fails with ``ServiceUnavailable`` naming the service and where it was looked
-for; the user's message is not lost; the same turn succeeds once the service is back; and
+for (with the Chroma server down, a turn that only saves still lands: archival inserts are journalled
+in Postgres and written behind the turn); the user's message is not lost; the same turn succeeds
+once the service is back; and
 ``pagefault doctor`` shows what is configured and what answers, with a failing exit status.
 """
 
@@ -56,15 +58,21 @@ def test_chroma_server_down_then_back(database, chroma, tmp_path, capsys):
     with open_postgres(database) as persistence:
         graph = persistence.graph()
         _say(graph, ctx, "t1", "My name is Ana.")
+        svc, scope = MemoryServices.open(ctx.data_dir, chroma_url=chroma.url, database_url=database), Scope(ctx.user_id)
 
         chroma.kill()
+        # An insert is journalled in Postgres and written behind the turn: the turn that saves lands.
+        saved = _say(graph, ctx, "t1", "My cat is called Tom.")["messages"][-1].content
+        assert "saved" in saved.lower(), saved
+        assert svc.archival.count(scope) == 2, "the journalled record is counted"
+        # A turn that must read the vectors fails, naming the server.
         with pytest.raises(ServiceUnavailable) as down:
-            _say(graph, ctx, "t1", "My cat is called Tom.")
+            _say(graph, ctx, "t1", "What is my cat called?")
         assert down.value.service == "Chroma server"
         assert str(down.value).startswith(f"Chroma server at {chroma.url} is unreachable: ")
         # The message is saved in the thread, waiting for the steps the outage stopped.
         snap = graph.get_state(config)
-        assert _humans(snap.values) == ["My name is Ana.", "My cat is called Tom."]
+        assert _humans(snap.values) == ["My name is Ana.", "My cat is called Tom.", "What is my cat called?"]
         assert snap.next, "the interrupted turn should still have steps to run"
 
         assert main(["doctor", "--chroma-url", chroma.url, "--database-url", database]) == 1
@@ -75,12 +83,11 @@ def test_chroma_server_down_then_back(database, chroma, tmp_path, capsys):
 
         chroma.start()  # same port, same data
         values = graph.resume(config, context=ctx)
-        assert _humans(values) == ["My name is Ana.", "My cat is called Tom."], "the message is there once"
-        assert isinstance(values["messages"][-1], AIMessage) and "saved" in values["messages"][-1].content.lower()
-        svc, scope = MemoryServices.open(ctx.data_dir, chroma_url=chroma.url, database_url=database), Scope(ctx.user_id)
+        assert _humans(values) == ["My name is Ana.", "My cat is called Tom.", "What is my cat called?"], \
+            "each message is there once"
+        assert isinstance(values["messages"][-1], AIMessage) and "Tom" in values["messages"][-1].content, values
         assert svc.archival.count(scope) == 2
-        answer = _say(graph, ctx, "t1", "What is my cat called?")["messages"][-1].content
-        assert "Tom" in answer, answer
+        assert svc.archival.journal is not None and not svc.archival.journal.pending_in(scope), "all written"
         assert graph.resume(config, context=ctx) is None, "nothing is left pending"
 
     assert main(["doctor", "--chroma-url", chroma.url, "--database-url", database]) == 0

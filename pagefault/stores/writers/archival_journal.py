@@ -15,8 +15,10 @@ The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits or th
 (``hurry``: a search is coming, or the answer is out), and writes the records
 that state no fact together (one read and one write of the stores); facts go one by one.
 
-Only the embedded setup journals: with a Chroma server or Postgres, replicas share the stores, and a
-journal on one host's disk would hide writes from the others.
+This journal is the embedded setup's: with a Chroma server and the BM25 shadow in Postgres, replicas
+share the stores, and a journal on one host's disk would hide writes from the others, so they journal
+in a table of that database (``shared_journal``). With a Chroma server and the BM25 file here, inserts
+are written in the turn.
 """
 
 from __future__ import annotations
@@ -40,14 +42,67 @@ log = logging.getLogger(__name__)
 Entry = tuple[str, tuple[str, ...], Provenance, float, str]
 #: Writes journalled inserts of one scope, in order.
 Apply = Callable[[Scope, list[Entry]], object]
+#: Work a write will need done that holds no lock and no GIL (embedding the texts), done while lingering.
+Prepare = Callable[[list[str]], object]
 #: How long the writer waits for more inserts before writing what it has, unless a read is waiting.
 LINGER_SECONDS = 0.25
 
 
-class ArchivalJournal:
+class WriteBehind:
+    """What a journal's writer thread and the turn share, in either journal (this module's and
+    ``shared_journal``'s): the condition they meet on, the inserts journalled here and not yet seen
+    written (record id -> scope key), and whether the writer was told to stop lingering."""
+
+    #: The writer thread's name, and the journals of the class to drain at a normal exit.
+    thread_name: str
+    running: "weakref.WeakSet[WriteBehind]"
+    _cond: threading.Condition
+    _pending: dict[str, str]
+    _hurried: bool
+    _local: threading.local
+    _error: BaseException | None
+    _thread: threading.Thread | None
+
+    def flush(self, timeout: float | None = 120.0) -> None:
+        """Wait until the inserts journalled before this call are written; raise the error that stops one."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _wake(self) -> None:
+        """Start the writer thread if it is not running (again, after a failure), and wake it."""
+        with self._cond:
+            self._error = None
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
+                self._thread.start()
+                self.running.add(self)
+            self._cond.notify_all()
+
+    def hurry(self) -> bool:
+        """Tell the writer to stop lingering, without waiting; False if nothing journalled here is
+        pending. A search calls this, embeds its query while the writer writes, then waits (``flush``);
+        the end of a turn calls it too (``MemoryServices.turn_over``)."""
+        with self._cond:
+            if not self._pending:
+                return False
+            self._hurried = True
+            self._cond.notify_all()
+        return True
+
+    def in_writer(self) -> bool:
+        """Whether this is the writer's thread (whose reads must not wait for itself)."""
+        return getattr(self._local, "writer", False)
+
+
+class ArchivalJournal(WriteBehind):
     """The journal table and its writer thread; ``apply`` writes a run of entries of one scope."""
 
-    def __init__(self, path: str, apply: Apply, *, prepare: Callable[[list[str]], object] | None = None) -> None:
+    thread_name = "pagefault-archival-writer"
+    running: "weakref.WeakSet[WriteBehind]" = weakref.WeakSet()
+
+    def __init__(self, path: str, apply: Apply, *, prepare: Prepare | None = None) -> None:
         #: The write each journalled run ends in; tests wrap it to hold or fail the writer.
         self.apply = apply
         self._prepare = prepare  # work ``apply`` will need that holds no lock and no GIL: embedding the texts
@@ -77,12 +132,7 @@ class ArchivalJournal:
     # -- the turn's side ------------------------------------------------------------------
     def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
         """Journal one insert (durable when this returns); the writer takes it from here."""
-        entry = json.dumps({"user_id": scope.user_id, "agent_id": scope.agent_id, "text": text, "tags": list(tags),
-                            "since": since,
-                            "prov": {"thread_id": prov.thread_id, "turn": prov.turn, "message_id": prov.message_id,
-                                     "source": prov.source, "created_at": prov.created_at,
-                                     "flags": list(prov.flags), "offset": prov.offset,
-                                     "message_index": prov.message_index}})
+        entry = encode_entry(scope, text, tags, prov, since)
         with self._cond:
             cur = self._db.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
                                    (scope.key, rid, entry))
@@ -97,20 +147,6 @@ class ArchivalJournal:
     def pending_in(self, scope: Scope) -> list[str]:
         with self._cond:
             return [r for r, s in self._pending.items() if s == scope.key]
-
-    def hurry(self) -> bool:
-        """Tell the writer to stop lingering, without waiting; False if nothing is pending. A search
-        calls this, embeds its query while the writer writes, then waits (``flush``); the end of a turn
-        calls it too (``MemoryServices.turn_over``)."""
-        with self._cond:
-            if not self._pending:
-                return False
-            self._hurried = True
-            self._cond.notify_all()
-        return True
-
-    def in_writer(self) -> bool:
-        return getattr(self._local, "writer", False)
 
     def flush(self, timeout: float | None = 120.0) -> None:
         """Wait until every journalled insert is written; raise the error that stops one."""
@@ -161,15 +197,6 @@ class ArchivalJournal:
             except Exception as exc:  # only a head start: ``apply`` does it again and reports
                 log.debug("archival pre-embedding failed: %s", exc)
 
-    def _wake(self) -> None:
-        with self._cond:
-            self._error = None
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="pagefault-archival-writer", daemon=True)
-                self._thread.start()
-                _journals.add(self)
-            self._cond.notify_all()
-
     def _run(self) -> None:
         self._local.writer = True
         background_embedding()
@@ -188,7 +215,7 @@ class ArchivalJournal:
                 self._cond.notify_all()
             start = time.perf_counter()
             try:
-                for scope, run in _runs(rows):
+                for scope, run in entry_runs(rows):
                     self.apply(scope, [entry for _, entry in run])
                     with self._cond:
                         self._db.execute(f"DELETE FROM archival_journal WHERE seq IN ({','.join('?' * len(run))})",
@@ -208,11 +235,20 @@ class ArchivalJournal:
                     self._cond.notify_all()
 
 
+def encode_entry(scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float) -> str:
+    """One journalled insert as its row stores it (``entry_runs`` reads it back), in either journal."""
+    return json.dumps({"user_id": scope.user_id, "agent_id": scope.agent_id, "text": text, "tags": list(tags),
+                       "since": since,
+                       "prov": {"thread_id": prov.thread_id, "turn": prov.turn, "message_id": prov.message_id,
+                                "source": prov.source, "created_at": prov.created_at, "flags": list(prov.flags),
+                                "offset": prov.offset, "message_index": prov.message_index}})
+
+
 def _texts(rows: list[tuple[int, str]]) -> list[str]:
     return [json.loads(raw)["text"] for _, raw in rows]
 
 
-def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple[int, Entry]]]]:
+def entry_runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple[int, Entry]]]]:
     """Journal rows as consecutive runs of one scope, each entry with its row's sequence number."""
     out: list[tuple[Scope, list[tuple[int, Entry]]]] = []
     for seq, scope_key, rid, raw in rows:
@@ -229,13 +265,10 @@ def _runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[tuple
     return out
 
 
-_journals: "weakref.WeakSet[ArchivalJournal]" = weakref.WeakSet()
-
-
 @atexit.register
 def _drain() -> None:
     """On a normal exit, write what is journalled (a crash leaves it for the next open)."""
-    for journal in list(_journals):
+    for journal in list(ArchivalJournal.running):
         try:
             journal.flush(timeout=30)
         except Exception as exc:  # still journalled: written when the store is next opened

@@ -1,0 +1,254 @@
+"""Write-behind for archival inserts when replicas share the stores: a Chroma server for the vectors
+and the BM25 shadow in Postgres (``stores.services``, the production path).
+
+``archival_journal`` journals a turn's inserts in a file of the data directory, which only that
+process reads; replicas share the stores, and a journal on one host's disk would hide writes from the
+others. This journal is a table of the shared database instead, so the turn's insert costs one
+committed row, not the embedding, the Chroma server's upsert and the fact's timeline:
+
+- A turn's insert is one row, committed before the tool answers: durable, and seen by every replica.
+- A writer thread in each process takes the rows no one else holds (``FOR UPDATE SKIP LOCKED``, in a
+  transaction kept open while it writes them to Chroma and the BM25 shadow, deleting them before it
+  commits). A process killed mid-write holds nothing (its transaction ends with its connection), so
+  another replica, or this one's next start, writes those rows, each once.
+- Every read of the store, on any replica, first waits until the rows committed before it are gone
+  (``flush``: one round trip when there are none); ``count`` counts journalled records with the stored
+  ones, in one statement.
+- A write that fails stays journalled; the read waiting for it gets the error, the next wake retries.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import re
+import threading
+import time
+import weakref
+from typing import Any
+
+from pagefault.engines.connections import CONNECT_TIMEOUT, postgres_connection, public_url
+from pagefault.engines.locks import locks_for
+from pagefault.models.embeddings import background_embedding
+from pagefault.stores.provenance import Provenance
+from pagefault.stores.scope import Scope
+from pagefault.stores.writers.archival_journal import LINGER_SECONDS, Apply, Prepare, WriteBehind, encode_entry, entry_runs
+
+log = logging.getLogger(__name__)
+
+#: The table of ``SharedJournal``, in the database the BM25 shadow is in.
+SHARED_JOURNAL_TABLE = "pagefault_archival_journal"
+#: How often a read waiting for inserts another replica is writing looks again.
+SHARED_POLL_SECONDS = 0.02
+
+
+class SharedJournal(WriteBehind):
+    """``ArchivalJournal``'s surface, its rows in ``SHARED_JOURNAL_TABLE`` of the database at ``url``
+    (the one ``shadow_table``, the BM25 shadow, is in); ``apply`` writes a run of entries of one scope.
+    See the module docstring for what keeps it safe."""
+
+    thread_name = "pagefault-archival-shared-writer"
+    running: "weakref.WeakSet[WriteBehind]" = weakref.WeakSet()
+
+    def __init__(self, url: str, apply: Apply, *, shadow_table: str, prepare: Prepare | None = None) -> None:
+        if not re.fullmatch(r"[a-z_]+", shadow_table):
+            raise ValueError(f"bad table name {shadow_table!r}")
+        self.url, self.apply, self._prepare, self._shadow = url, apply, prepare, shadow_table
+        self.linger = LINGER_SECONDS
+        self.busy_seconds = 0.0  # time spent writing, for benchmarks
+        self._cond = threading.Condition()
+        self._pending: dict[str, str] = {}  # rid -> scope key: journalled here, not yet seen written
+        self._texts: list[str] = []  # journalled here, not yet embedded ahead of the write
+        self._waiting = 0  # reads in ``flush``
+        self._hurried = False
+        self._sweep = True  # look for rows a process that stopped left (at start, and when a read waits)
+        self._error: BaseException | None = None
+        self._attempt = 0
+        self._thread: threading.Thread | None = None
+        self._local = threading.local()
+        self._conn: Any = None  # the writer's own connection (its transaction holds the rows it writes)
+        t = SHARED_JOURNAL_TABLE
+        with locks_for(url).hold("setup", t, timeout=60), postgres_connection(url) as conn:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, scope text NOT NULL,"
+                         " rid text NOT NULL, entry text NOT NULL)")
+            conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t} (scope)")
+            left = conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall()
+        if left:  # rows a process that stopped left: written now, by whichever replica takes them first
+            self._wake()
+
+    # -- the turn's side ------------------------------------------------------------------
+    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
+        """Journal one insert (committed, so durable and seen by every replica, when this returns)."""
+        entry = encode_entry(scope, text, tags, prov, since)
+        with postgres_connection(self.url) as conn:
+            conn.execute(f"INSERT INTO {SHARED_JOURNAL_TABLE} (scope, rid, entry) VALUES (%s, %s, %s)",
+                         (scope.key, rid, entry))
+        with self._cond:
+            self._pending[rid] = scope.key
+            self._texts.append(text)
+        self._wake()
+
+    def is_pending(self, rid: str) -> bool:
+        """Whether an insert of record ``rid`` is journalled (by any replica) and not yet written."""
+        with self._cond:
+            if rid in self._pending:
+                return True
+        with postgres_connection(self.url) as conn:
+            return bool(conn.execute(f"SELECT 1 FROM {SHARED_JOURNAL_TABLE} WHERE rid = %s LIMIT 1", (rid,)).fetchall())
+
+    def pending_in(self, scope: Scope) -> list[str]:
+        """Record ids of ``scope`` journalled (by any replica) and not yet written."""
+        with postgres_connection(self.url) as conn:
+            rows = conn.execute(f"SELECT DISTINCT rid FROM {SHARED_JOURNAL_TABLE} WHERE scope = %s", (scope.key,))
+            return [_value(r) for r in rows.fetchall()]
+
+    def count(self, scope: Scope) -> int:
+        """Records of ``scope``: those in the BM25 shadow and those journalled that it lacks, read at one
+        moment (a writer storing one between two reads would have it counted never, or twice)."""
+        t, d = SHARED_JOURNAL_TABLE, self._shadow
+        with postgres_connection(self.url) as conn:
+            row = conn.execute(f"SELECT (SELECT count(*) FROM {d} WHERE scope = %s) + (SELECT count(DISTINCT j.rid)"
+                               f" FROM {t} j WHERE j.scope = %s AND NOT EXISTS (SELECT 1 FROM {d} s WHERE s.id = j.rid))"
+                               " AS n", (scope.key, scope.key)).fetchone()
+        return int(_value(row))
+
+    def flush(self, timeout: float | None = 120.0) -> None:
+        """Wait until every insert journalled (by any replica) before this call is written; raise the
+        error that stops one of this process's writes."""
+        if self.in_writer():
+            return
+        t = SHARED_JOURNAL_TABLE
+        with self._cond:
+            known = list(self._pending)  # their rows were committed before they were noted here
+        with postgres_connection(self.url) as conn:
+            mark = _value(conn.execute(f"SELECT max(seq) AS m FROM {t}").fetchone())
+        if mark is None:
+            with self._cond:
+                for rid in known:  # all written (by whichever replica took them)
+                    self._pending.pop(rid, None)
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._waiting += 1
+            self._sweep = True
+            first = self._attempt  # a pass after this one that failed is this read's error
+        self._wake()
+        try:
+            while True:
+                with self._cond:
+                    seen = self._attempt
+                with postgres_connection(self.url) as conn:
+                    if not conn.execute(f"SELECT 1 FROM {t} WHERE seq <= %s LIMIT 1", (mark,)).fetchall():
+                        return
+                with self._cond:
+                    if self._error is not None and self._attempt > first:
+                        raise self._error
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        raise TimeoutError(f"archival inserts journalled in {public_url(self.url)} still being "
+                                           f"written after {timeout} s")
+                    self._cond.wait_for(lambda: self._attempt > seen,
+                                        SHARED_POLL_SECONDS if left is None else min(SHARED_POLL_SECONDS, left))
+        finally:
+            with self._cond:
+                self._waiting -= 1
+
+    # -- the writer -----------------------------------------------------------------------
+    def _linger(self) -> None:
+        """Wait for more of the turn's inserts unless a read waits or the turn is over, embedding the
+        journalled texts meanwhile (the write finds their vectors cached)."""
+        deadline = time.monotonic() + self.linger
+        while True:
+            with self._cond:
+                if self._waiting > 0 or self._hurried:
+                    self._hurried = False
+                    return
+                texts, self._texts = self._texts, []
+                if not texts:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or bool(self._texts), left)
+                    continue
+            if self._prepare is not None:
+                try:
+                    self._prepare(texts)
+                except Exception as exc:  # only a head start
+                    log.debug("archival pre-embedding failed: %s", exc)
+
+    def _run(self) -> None:
+        self._local.writer = True
+        background_embedding()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: (bool(self._pending) or self._sweep) and self._error is None)
+            self._linger()
+            with self._cond:
+                self._hurried = self._sweep = False
+                self._texts.clear()
+            start = time.perf_counter()
+            took = 0
+            try:
+                took = self._write_rows()
+                self._forget_written()
+            except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
+                log.warning("archival write-behind (shared) failed, will retry: %s", exc)
+                if self._conn is not None and (self._conn.closed or self._conn.broken):
+                    self._conn = None
+                with self._cond:
+                    self._error = exc
+            finally:
+                with self._cond:
+                    self.busy_seconds += time.perf_counter() - start
+                    self._attempt += 1
+                    self._cond.notify_all()
+                    if not took and self._pending and self._error is None:  # held by another replica: look again soon
+                        self._cond.wait(SHARED_POLL_SECONDS)
+
+    def _write_rows(self) -> int:
+        """Take every row no other process holds, write them, delete them, commit; how many were taken."""
+        import psycopg
+
+        if self._conn is None:
+            self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT))
+        t = SHARED_JOURNAL_TABLE
+        with self._conn.transaction():
+            rows = self._conn.execute(f"SELECT seq, scope, rid, entry FROM {t} ORDER BY seq FOR UPDATE SKIP LOCKED"
+                                      ).fetchall()
+            for scope, run in entry_runs([tuple(r) for r in rows]):
+                self.apply(scope, [entry for _, entry in run])
+            if rows:
+                self._conn.execute(f"DELETE FROM {t} WHERE seq = ANY(%s)", ([r[0] for r in rows],))
+        return len(rows)
+
+    def _forget_written(self) -> None:
+        """Drop from ``_pending`` what is no longer journalled (written here or by another replica)."""
+        with self._cond:
+            rids = list(self._pending)
+        if not rids:
+            return
+        with postgres_connection(self.url) as conn:
+            left = {_value(r) for r in conn.execute(f"SELECT DISTINCT rid FROM {SHARED_JOURNAL_TABLE} WHERE rid = ANY(%s)",
+                                                    (rids,)).fetchall()}
+        with self._cond:
+            for rid in rids:
+                if rid not in left:
+                    self._pending.pop(rid, None)
+            self._cond.notify_all()
+
+
+def _value(row: Any) -> Any:
+    """The one value of a row, whichever row factory made it (the pool's dicts, or tuples)."""
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+@atexit.register
+def _drain_shared() -> None:
+    """On a normal exit, write what this process journalled (a crash leaves it for another replica)."""
+    for journal in list(SharedJournal.running):
+        if not journal.hurry():  # nothing of this process's left to write
+            continue
+        try:
+            journal.flush(timeout=30)
+        except Exception as exc:
+            log.warning("archival inserts left journalled at exit: %s", exc)
