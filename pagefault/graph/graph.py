@@ -71,14 +71,14 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
                     runtime: Runtime[Context]) -> Literal["compact", "reason"]:
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        return "compact" if run.over_budget(run.main_context(state, setup.tool_schemas)) else "reason"
+        return "compact" if run.over_budget(run.main_context(state, setup.tool_schemas, hand_on=True)) else "reason"
 
     def start(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
         # A run's first step: a window too small for this agent's fixed part is refused here, before any
         # model call, while the input is still in __start__ (a refused input never enters the thread).
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        main = run.main_context(state, setup.tool_schemas)
+        main = run.main_context(state, setup.tool_schemas, hand_on=True)
         check_window(main, run.ctx)
         return "compact" if run.over_budget(main) else "reason"
 

@@ -3,12 +3,16 @@ tiers and the token counter (``MemoryRun``), opened the same way by the graph's 
 middleware, the memory tools and the CLI. It holds the one copy of three flows they share:
 
 - ``core_memory``: the ``CoreMemory`` of a run's scope, with its persona, block limit and redaction;
-- ``MemoryRun.main_context``: the main context as the model is sent it, measured by segment;
+- ``MemoryRun.main_context``: the main context as the model is sent it, measured by segment (the
+  graph's edges, which measure it to route, hand their reads of the stores on to the step they route
+  to: ``PromptReads``);
 - ``MemoryRun.memory_call``: everything a memory tool call may touch, fixed by the run.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -22,8 +26,8 @@ from pagefault.engines.connections import Engines
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.models.tokens import TokenCounter
-from pagefault.stores.core import CoreMemory
-from pagefault.stores.procedures import ProceduralMemory
+from pagefault.stores.core import CoreBlock, CoreMemory
+from pagefault.stores.procedures import ProceduralMemory, Procedure
 from pagefault.stores.recall import RecallIndex
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
@@ -36,6 +40,29 @@ from pagefault.window.main_context import DEFAULT_PROMPTS, MainContext, build_ma
 
 #: Reads a main context's core memory and procedures beside its archival count (``MemoryRun.main_context``).
 _PROMPT_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-prompt-reads")
+#: How long reads an edge handed on wait for the step it routed to (``PromptReads``).
+HANDOFF_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class PromptReads:
+    """What a main context reads of the stores: the scope's core blocks, its procedures and how many
+    archival records it has (each a round trip on Postgres).
+
+    A graph edge measures the main context to route (past the budget: compact, else reason), and the
+    step it routes to builds the same main context a moment later, with no write of this run between
+    the two. So the edge hands its reads on (``MemoryRun.main_context(hand_on=True)``) and that step
+    takes them once, instead of asking the stores again; a write another process makes in between is
+    seen one step later, as if it had come a moment later. Reads not taken within ``HANDOFF_SECONDS``
+    (the run stopped there) are read again."""
+
+    blocks: list[CoreBlock]
+    procedures: list[Procedure]
+    records: int
+
+
+_handed: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
+_handed_lock = threading.Lock()
 
 
 def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
@@ -74,6 +101,16 @@ def users_before(recall: RecallIndex, scope: Scope, thread: str, evicted_count: 
     return recall.user_messages_before(scope, thread, evicted_count)
 
 
+def _take_handed(key: tuple[int, int, str, str]) -> PromptReads | None:
+    """The reads an edge handed on for ``key``, once, if still fresh; stale ones are dropped."""
+    now = time.monotonic()
+    with _handed_lock:
+        found = _handed.pop(key, None)
+        for k in [k for k, (_, at) in _handed.items() if now - at > HANDOFF_SECONDS]:
+            del _handed[k]
+    return found[0] if found is not None and now - found[1] <= HANDOFF_SECONDS else None
+
+
 @dataclass
 class MemoryRun:
     """Everything one step of a run reads and writes, fixed by the run (never by the model)."""
@@ -106,14 +143,27 @@ class MemoryRun:
                    ProceduralMemory(store, scope), services(ctx, store), counter)
 
     def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
-                     app_prompt: str = "") -> MainContext:
+                     app_prompt: str = "", hand_on: bool = False) -> MainContext:
         """The main context as the model is sent it: instructions, core memory, learned procedures,
-        the summary, the window's messages and the tool schemas, each measured in tokens."""
+        the summary, the window's messages and the tool schemas, each measured in tokens. ``hand_on``
+        (a graph edge measuring to route): leave the stores' reads for the next step of this run's thread
+        to take (``PromptReads``); otherwise reads an edge handed on are taken, once."""
+        key = (id(self.store), id(self.services), self.scope.key, self.thread_id)
+        reads = None if hand_on else _take_handed(key)
+        if reads is None:
+            reads = self.prompt_reads()
+        if hand_on:
+            with _handed_lock:
+                _handed[key] = (reads, time.monotonic())
+        return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas, warn=warn,
+                                  procedures=reads.procedures, app_prompt=app_prompt, prompts=self.prompts)
+
+    def prompt_reads(self) -> PromptReads:
+        """The stores' part of a main context, read now."""
         # Three reads, each a round trip on Postgres: asked at once (on SQLite each takes microseconds).
         blocks, procedures = _PROMPT_READS.submit(self.core.blocks), _PROMPT_READS.submit(self.procedures.list)
         records = self.services.archival.count(self.scope)
-        return build_main_context(state, self.ctx, self.counter, blocks.result(), records, tool_schemas, warn=warn,
-                                  procedures=procedures.result(), app_prompt=app_prompt, prompts=self.prompts)
+        return PromptReads(blocks.result(), procedures.result(), records)
 
     def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
                app_prompt: str = "") -> tuple[MainContext, bool]:

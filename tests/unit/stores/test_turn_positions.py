@@ -15,7 +15,7 @@ from pagefault.stores.archival import archival_id
 from pagefault.stores.index.hybrid import IndexedText
 from pagefault.stores.provenance import Provenance, log_position, shown_log_entry
 from pagefault.stores.validity import Validity
-from pagefault.stores.writers.archival_journal import _runs
+from pagefault.stores.writers.archival_journal import entry_runs
 from pagefault.tools.handlers import ArchivalSearch, ConversationSearch, MemoryCall, archival_memory_search, conversation_search
 
 
@@ -54,7 +54,7 @@ def test_an_old_journal_entry_reads_its_turn_as_the_message_index():
     prov = {"thread_id": "t1", "turn": 5, "message_id": "m5", "source": "user", "created_at": 1.0, "flags": [],
             "offset": -1}
     raw = json.dumps({"user_id": "ana", "agent_id": "default", "text": "x", "tags": [], "since": 1.0, "prov": prov})
-    (_, [(_, entry)]), = _runs([(1, "ana/default", "arc-1", raw)])
+    (_, [(_, entry)]), = entry_runs([(1, "ana/default", "arc-1", raw)])
     assert (entry[2].turn, entry[2].message_index) == (-1, 5)
 
 
