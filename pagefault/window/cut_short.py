@@ -113,8 +113,7 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
     def _latest(self, config: RunnableConfig) -> str | None:
         """The id of the thread's latest checkpoint (one read; the state itself is not rebuilt)."""
         assert isinstance(self.checkpointer, BaseCheckpointSaver)
-        tup = self.checkpointer.get_tuple(_root(config))
-        return None if tup is None else str(tup.checkpoint["id"])
+        return latest_checkpoint_id(self.checkpointer, _root(config))
 
     async def _alatest(self, config: RunnableConfig) -> str | None:
         assert isinstance(self.checkpointer, BaseCheckpointSaver)
@@ -160,6 +159,33 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         if by is not None:
             self._note_end(config, await self._alatest(config))
 
+
+def latest_checkpoint_id(saver: BaseCheckpointSaver, config: RunnableConfig) -> str | None:
+    """The id of the latest checkpoint of ``config``'s thread and namespace. On LangGraph's sync
+    ``PostgresSaver`` that is one indexed row (``get_tuple`` also reads the checkpoint, its blobs and its
+    pending writes: two to four times the time, at each turn's start and end); other savers answer
+    ``get_tuple``."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg_pool import ConnectionPool
+
+    if not isinstance(saver, PostgresSaver) or saver.pipe is not None:  # (a pipeline: its own cursor)
+        tup = saver.get_tuple(config)
+        return None if tup is None else str(tup.checkpoint["id"])
+    conf = config.get("configurable") or {}
+    args = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")))
+    if isinstance(saver.conn, ConnectionPool):
+        with saver.conn.connection() as conn:
+            row = conn.execute(_LATEST_SQL, args).fetchone()
+    else:
+        with saver.lock:
+            row = saver.conn.execute(_LATEST_SQL, args).fetchone()
+    if row is None:
+        return None
+    return str(row["checkpoint_id"] if isinstance(row, dict) else row[0])
+
+
+_LATEST_SQL = ("SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s"
+               " ORDER BY checkpoint_id DESC LIMIT 1")
 
 #: Threads whose last run's end ``ResumingGraph`` remembers (the most recently run).
 _FINISHED_KEPT = 10_000

@@ -251,3 +251,26 @@ async def test_async_runs_on_one_thread_take_turns_and_a_refused_one_leaves_no_t
         await impatient.ainvoke({"messages": [HumanMessage("My canoe is yellow.")]}, config, context=ctx)
         humans = [m.content for m in (await graph.aget_state(config)).values["messages"] if isinstance(m, HumanMessage)]
         assert humans[-1] == "My canoe is yellow." and len(humans) == 3, "the thread was let go"
+
+
+def test_the_latest_checkpoint_id_is_read_alone_and_matches_get_tuple(database, tmp_path):
+    """A turn's start and end ask only the thread's latest checkpoint id (``cut_short.latest_checkpoint_id``):
+    on ``PostgresSaver`` one indexed row, the same id ``get_tuple`` gives, in each namespace."""
+    from pagefault.window.cut_short import latest_checkpoint_id
+
+    with open_postgres(database, data_dir=str(tmp_path / "pf")) as p:
+        saver = p.checkpointer
+        root = {"configurable": {"thread_id": "latest-id", "checkpoint_ns": ""}}
+        assert latest_checkpoint_id(saver, root) is None, "a thread with no checkpoint"
+        graph = p.graph()
+        ctx = Context(user_id="lid", data_dir=str(tmp_path / "pf"), model="offline")
+        ids = []
+        for text in ("Hello", "My cat is called Tom."):
+            graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "latest-id"}}, context=ctx)
+            tup = saver.get_tuple(root)
+            assert tup is not None and latest_checkpoint_id(saver, root) == tup.checkpoint["id"]
+            ids.append(tup.checkpoint["id"])
+        assert ids[0] != ids[1], "the second turn moved it on"
+        assert latest_checkpoint_id(saver, {"configurable": {"thread_id": "latest-id", "checkpoint_ns": "sub"}}) is None
+    with PostgresSaver.from_conn_string(database) as plain:  # a saver on one connection, not a pool
+        assert latest_checkpoint_id(plain, root) == ids[1]
