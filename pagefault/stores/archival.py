@@ -321,17 +321,22 @@ class ArchivalStore:
         its fact's timeline is settled (and before the judge is asked). Reads of this store wait for it.
         """
         p = self._prepare(scope, text, tags, provenance, redact_secrets, valid_from)
-        # Whether it is stored is asked of the BM25 file, not Chroma, which would wait for the writer's
+        # Whether it is stored is asked of the BM25 shadow, not Chroma, which would wait for the writer's
         # Chroma write in progress. (A record a crash left in Chroma alone is journalled again, and
         # the writer's ``_insert`` finds and repairs it.)
         if defer and self.journal is not None:
-            if not self._index.lexical.texts([p.rid]):
-                created = not self.journal.is_pending(p.rid)
-                if created:
-                    if judge.candidates:  # before the append: the writer may take the entry at once
-                        self._judges[p.rid] = judge
-                    self.journal.append(scope, p.text, p.tags, p.prov, p.since, p.rid)
-                return replace(self._new_record(scope, p, p.rid)[1], created=created)
+            before = self._judges.get(p.rid)
+            if judge.candidates:  # before the append: the writer may take the entry at once
+                self._judges[p.rid] = judge
+            done = self.journal.append_new(scope, p.text, p.tags, p.prov, p.since, p.rid,
+                                           lambda rid: bool(self._index.lexical.texts([rid])))
+            if done != "appended" and judge.candidates:  # not this insert's entry: the judge it had stays
+                if before is None:
+                    self._judges.pop(p.rid, None)
+                else:
+                    self._judges[p.rid] = before
+            if done != "stored":
+                return replace(self._new_record(scope, p, p.rid)[1], created=done == "appended")
             existing = self._index.get([p.rid]) if p.fact is None else []
             # The same words again: that record, as ``_insert`` would return it; unless a judge tied it to a
             # fact that has changed since (then ``_insert`` decides whether its value holds once more).

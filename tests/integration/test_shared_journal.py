@@ -141,3 +141,22 @@ def test_a_write_that_fails_stays_journalled_and_is_retried(engines):
         journal.apply = real
     assert svc.archival.get(scope, rec.id) is not None and _rows(engines["url"], rec.id) == 0
 
+
+
+def test_the_same_words_again_are_journalled_once(engines):
+    """One statement tells a new insert from one journalled or stored already (``append_new``)."""
+    svc, scope = engines["svc"], Scope("sj-again")
+    journal = svc.archival.journal
+    assert isinstance(journal, SharedJournal)
+    journal.linger = 30.0  # the first insert stays journalled while the second comes
+    try:
+        first = svc.archival.insert(scope, "My aunt Greta repairs clocks in Bremen.", defer=True)
+        again = svc.archival.insert(scope, "My aunt Greta repairs clocks in Bremen.", defer=True)
+        assert first.created and not again.created and again.id == first.id
+        assert _rows(engines["url"], first.id) == 1, "one journal row for the two inserts"
+    finally:
+        journal.linger = 0.25
+    journal.flush(timeout=30)
+    stored = svc.archival.insert(scope, "My aunt Greta repairs clocks in Bremen.", defer=True)
+    assert not stored.created and stored.id == first.id and _rows(engines["url"], first.id) == 0
+    assert svc.archival.count(scope) == 1

@@ -30,7 +30,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from typing import Callable
+from typing import Callable, Literal
 
 from pagefault.models.embeddings import background_embedding
 from pagefault.stores.provenance import Provenance
@@ -44,6 +44,8 @@ Entry = tuple[str, tuple[str, ...], Provenance, float, str]
 Apply = Callable[[Scope, list[Entry]], object]
 #: Work a write will need done that holds no lock and no GIL (embedding the texts), done while lingering.
 Prepare = Callable[[list[str]], object]
+#: What ``append_new`` did: the record was stored already, journalled already, or is journalled now.
+Appended = Literal["stored", "pending", "appended"]
 #: How long the writer waits for more inserts before writing what it has, unless a read is waiting.
 LINGER_SECONDS = 0.25
 
@@ -66,6 +68,25 @@ class WriteBehind:
     def flush(self, timeout: float | None = 120.0) -> None:
         """Wait until the inserts journalled before this call are written; raise the error that stops one."""
         raise NotImplementedError
+
+    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
+        """Journal one insert (durable when this returns); the writer takes it from here."""
+        raise NotImplementedError
+
+    def is_pending(self, rid: str) -> bool:
+        """Whether an insert of record ``rid`` is journalled and not yet written."""
+        raise NotImplementedError
+
+    def append_new(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str,
+                   stored: Callable[[str], bool]) -> Appended:
+        """Journal an insert unless record ``rid`` is stored already (``stored(rid)``, asked of the BM25
+        shadow, not the vectors, whose writer may be mid-write) or journalled already."""
+        if stored(rid):
+            return "stored"
+        if self.is_pending(rid):
+            return "pending"
+        self.append(scope, text, tags, prov, since, rid)
+        return "appended"
 
     def _run(self) -> None:
         raise NotImplementedError

@@ -25,14 +25,22 @@ import re
 import threading
 import time
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 from pagefault.engines.connections import CONNECT_TIMEOUT, postgres_connection, public_url
 from pagefault.engines.locks import locks_for
 from pagefault.models.embeddings import background_embedding
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
-from pagefault.stores.writers.archival_journal import LINGER_SECONDS, Apply, Prepare, WriteBehind, encode_entry, entry_runs
+from pagefault.stores.writers.archival_journal import (
+    LINGER_SECONDS,
+    Appended,
+    Apply,
+    Prepare,
+    WriteBehind,
+    encode_entry,
+    entry_runs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,30 @@ class SharedJournal(WriteBehind):
             self._pending[rid] = scope.key
             self._texts.append(text)
         self._wake()
+
+    def append_new(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str,
+                   stored: Callable[[str], bool]) -> Appended:
+        """``WriteBehind.append_new`` in one statement: whether the BM25 shadow (this journal's neighbour
+        table, so ``stored`` is not asked) or the journal holds ``rid``, and the row if neither does."""
+        t, d = SHARED_JOURNAL_TABLE, self._shadow
+        with postgres_connection(self.url) as conn:
+            row = conn.execute(
+                f"WITH seen AS (SELECT EXISTS (SELECT 1 FROM {d} WHERE id = %(rid)s) AS stored,"
+                f" EXISTS (SELECT 1 FROM {t} WHERE rid = %(rid)s) AS pending),"
+                f" put AS (INSERT INTO {t} (scope, rid, entry) SELECT %(scope)s, %(rid)s, %(entry)s FROM seen"
+                "  WHERE NOT seen.stored AND NOT seen.pending RETURNING seq)"
+                " SELECT seen.stored, seen.pending FROM seen",
+                {"rid": rid, "scope": scope.key, "entry": encode_entry(scope, text, tags, prov, since)}).fetchone()
+        found = (row["stored"], row["pending"]) if isinstance(row, dict) else (row[0], row[1])
+        if found[0]:
+            return "stored"
+        if found[1]:
+            return "pending"
+        with self._cond:
+            self._pending[rid] = scope.key
+            self._texts.append(text)
+        self._wake()
+        return "appended"
 
     def is_pending(self, rid: str) -> bool:
         """Whether an insert of record ``rid`` is journalled (by any replica) and not yet written."""
