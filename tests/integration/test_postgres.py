@@ -164,6 +164,28 @@ def test_postgres_bm25_ranks_filters_and_isolates_like_sqlite(database, tmp_path
     assert pg.search("the of and", "s-ana", 5) == [], "a query of stopwords alone matches nothing"
 
 
+def test_postgres_bm25_reads_postings_and_derives_them_for_an_older_table(database):
+    """Search reads ``<table>_postings`` (one row per record and term); a table written before the
+    postings existed gets them derived from its term vectors when first opened, and scores as before."""
+    from pagefault.stores.index import lexical_postgres
+
+    pg = PostgresLexicalIndex(database, "postings_test")
+    pg.upsert(DOCS)
+    before = {q: pg.search(q, "s-ana", 10) for q in ("where does Lucia work", "aquarium launch", "beetle")}
+    with psycopg.connect(database) as conn:
+        kept = conn.execute(f"SELECT count(*) FROM {pg.postings} WHERE id = 'd2'").fetchone()[0]
+        assert kept > 0, "the record's terms have postings"
+        pg.upsert([DOCS[1]])  # written again: its postings replaced, not added to
+        assert conn.execute(f"SELECT count(*) FROM {pg.postings} WHERE id = 'd2'").fetchone()[0] == kept
+        conn.execute(f"DROP TABLE {pg.postings}")  # as a table from before the postings
+    lexical_postgres._ready.discard((database, "postings_test"))
+    again = PostgresLexicalIndex(database, "postings_test")
+    assert {q: again.search(q, "s-ana", 10) for q in before} == before
+    again.delete(["d2"])
+    with psycopg.connect(database) as conn:
+        assert conn.execute(f"SELECT count(*) FROM {pg.postings} WHERE id = 'd2'").fetchone()[0] == 0, "deleted with it"
+
+
 class _PausingStore:
     """A Postgres store whose writes from one chosen thread stop half-way through that thread's
     read-modify-write, until another thread's edit has finished (or a few seconds passed)."""
