@@ -4,6 +4,7 @@ on embedded pagefault and on pagefault over Postgres + a Chroma server, interlea
     python benchmarks/production_path.py                          # 200 turns per path, writes benchmarks/RESULTS.md
     python benchmarks/production_path.py --turns 6 --warmup 2 --no-write              # smoke: prints the table
     python benchmarks/production_path.py --turns 60 --no-write --profile              # + where path (3)'s turns go
+    python benchmarks/production_path.py --turns 60 --no-write --profile --sample     # the same, every thread, by kind
 
 The paths, each in its own OS process, each on one long thread of the same user messages
 (``perf_turns.script``: a statement, a question, an acknowledgement, a statement with a core fact,
@@ -37,7 +38,9 @@ the thread's lock.
 ``--profile`` runs ``--profile-turns`` further turns of path 3's thread under cProfile after the
 timed rounds (so the table is not skewed by it) and prints the top 25 pagefault functions by
 cumulative time, then the top functions anywhere by own time (``--profile embedded`` profiles path 2;
-``--profile-out FILE`` keeps the pstats file).
+``--profile-out FILE`` keeps the pstats file). With ``--sample`` the profiled turns are sampled instead,
+on every thread, by kind of turn (``wall_sampler``: the write-behind threads and the Postgres calls a
+turn waits on, which cProfile does not see).
 cProfile sees the turn's own thread only, not the write-behind threads. ``--times-out FILE`` keeps
 every path's turn times (seconds, in script order) as JSON, to tell the script's kinds of turn apart.
 """
@@ -74,11 +77,14 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 import perf_data  # noqa: E402
 import perf_turns  # noqa: E402
 from results_md import write_section  # noqa: E402
+from wall_sampler import WallSampler  # noqa: E402
 
 NAME = "production-path"
 USER = "bench"
 WINDOW = perf_turns.WINDOW
 DEFAULT_TURNS = 200
+#: The script's kinds of turn, in its order (``perf_turns.script``: turn i is of kind i % 4).
+KINDS = ("statement", "question", "acknowledgement", "statement with a core fact")
 #: The paths in the table's order: key -> (label, what holds its state).
 PATHS = {
     "bare-pg": ("(1) bare LangGraph loop", "`PostgresSaver`"),
@@ -175,20 +181,31 @@ def worker(args: argparse.Namespace) -> int:
                 if cmd["cmd"] == "quit":
                     break
                 profile = cProfile.Profile() if cmd["cmd"] == "profile" else None
+                sampler = WallSampler() if cmd["cmd"] == "sample" else None
                 settled = 0.0
-                for text in cmd["lines"]:
-                    t0 = time.perf_counter()
-                    if profile is not None:
-                        profile.enable()
-                    say(text, cmd["thread"])
-                    if profile is not None:
-                        profile.disable()
-                    send(t=time.perf_counter() - t0)
-                    if args.settle_each_turn:
-                        settled += settle()
+                with sampler or contextlib.nullcontext():
+                    for i, text in enumerate(cmd["lines"]):
+                        t0 = time.perf_counter()
+                        if profile is not None:
+                            profile.enable()
+                        if sampler is not None:
+                            sampler.label = KINDS[(cmd.get("first", 0) + i) % len(KINDS)]
+                        say(text, cmd["thread"])
+                        t1 = time.perf_counter()
+                        if profile is not None:
+                            profile.disable()
+                        if sampler is not None:
+                            sampler.label = None
+                            sampler.turn(KINDS[(cmd.get("first", 0) + i) % len(KINDS)], t0, t1)
+                        send(t=t1 - t0)
+                        if args.settle_each_turn:
+                            settled += settle()
                 settled += settle()
                 if profile is not None:
                     profile.dump_stats(cmd["out"])
+                if sampler is not None:
+                    with open(cmd["out"], "w") as report:
+                        sampler.report(report)
                 send(done=True, settle=settled, busy=busy() - busy0)
         return 0
     except BaseException:
@@ -230,9 +247,13 @@ class Worker:
     def ready(self) -> None:
         self._read()
 
-    def run(self, lines: list[str], thread: str, tick: Callable[[], None], *, profile_to: str | None = None) -> list[float]:
+    def run(self, lines: list[str], thread: str, tick: Callable[[], None], *, profile_to: str | None = None,
+            sample: bool = False, first: int = 0) -> list[float]:
+        """Run ``lines`` (turns ``first``... of the script) on ``thread``; with ``profile_to``, under cProfile
+        (or, with ``sample``, the wall sampler), its report written there."""
         assert self.proc.stdin is not None
-        cmd = {"cmd": "profile" if profile_to else "run", "lines": lines, "thread": thread, "out": profile_to}
+        cmd = {"cmd": ("sample" if sample else "profile") if profile_to else "run", "lines": lines, "thread": thread,
+               "out": profile_to, "first": first}
         self.proc.stdin.write(json.dumps(cmd) + "\n")
         self.proc.stdin.flush()
         times = []
@@ -341,11 +362,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         profile_out = None
         if args.profile:
             target = next(w for w in workers if w.kind == ("embedded" if args.profile == "embedded" else "pg-chroma"))
-            dump = args.profile_out or str(work / "profile.pstats")
+            dump = args.profile_out or str(work / ("samples.txt" if args.sample else "profile.pstats"))
             with tqdm(total=len(extra), desc=f"profiling {target.kind}", unit="turn", file=sys.stderr) as bar:
-                target.run(extra, "main", bar.update, profile_to=dump)
+                target.run(extra, "main", bar.update, profile_to=dump, sample=args.sample, first=args.turns)
             buf = io.StringIO()
-            _profile_report(dump, f"cProfile of {len(extra)} turns of {PATHS[target.kind][0]} (after the timed ones)", buf)
+            if args.sample:
+                print(f"\nWall-clock samples of {len(extra)} turns of {PATHS[target.kind][0]} (after the timed ones), "
+                      "ms per turn of each kind:", file=buf)
+                buf.write(Path(dump).read_text())
+            else:
+                _profile_report(dump, f"cProfile of {len(extra)} turns of {PATHS[target.kind][0]} (after the timed ones)",
+                                buf)
             profile_out = buf.getvalue()
         for w in workers:
             w.stop()
@@ -394,7 +421,7 @@ def render(res: dict[str, Any], args: argparse.Namespace, command: str) -> str:
 
     # The script's turns come in four kinds (``perf_turns.script``), and the p50 of a path falls where two
     # kinds meet: each kind's own p50 says where the time goes.
-    kinds = ("statement", "question", "acknowledgement", "statement with a core fact")
+    kinds = KINDS
     by_kind = {k: [perf_data.percentiles(t[i::len(kinds)])[0] for i in range(len(kinds))] for k, t in res["times"].items()}
     lines += ["", "p50 by kind of turn (the script's turns take the four kinds in turn), and added vs (1) on the same kind:",
               "", "| path | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
@@ -438,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="after the timed turns, cProfile --profile-turns more turns of path 3 (or 'embedded': path 2)")
     ap.add_argument("--profile-turns", type=int, default=40)
     ap.add_argument("--profile-out", default="", help="keep the profile's pstats file here (for pstats or snakeviz)")
+    ap.add_argument("--sample", action="store_true",
+                    help="with --profile: sample every thread's wall time by kind of turn instead of cProfile")
     ap.add_argument("--admin-url", default=os.environ.get("PAGEFAULT_TEST_POSTGRES",
                                                           "postgresql://postgres@127.0.0.1:5432/test"))
     ap.add_argument("--times-out", default="", help="keep each path's turn times (seconds, in script order) as JSON here")
@@ -452,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
     if args.turns < 1 or args.block < 1 or args.warmup < 0 or args.profile_turns < 1:
         ap.error("--turns, --block and --profile-turns must be at least 1, --warmup at least 0")
+    if args.sample and not args.profile:
+        ap.error("--sample samples the --profile turns: give --profile as well")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the cleanup runs
     raw = argv if argv is not None else sys.argv[1:]
     command = "python benchmarks/production_path.py" + "".join(" " + shlex.quote(a) for a in raw)
