@@ -164,7 +164,7 @@ def test_postgres_bm25_ranks_filters_and_isolates_like_sqlite(database, tmp_path
     assert pg.search("the of and", "s-ana", 5) == [], "a query of stopwords alone matches nothing"
 
 
-def test_postgres_bm25_reads_postings_and_derives_them_for_an_older_table(database):
+def test_postgres_bm25_reads_postings_and_derives_them_for_an_older_table(database, caplog):
     """Search reads ``<table>_postings`` (one row per record and term); a table written before the
     postings existed gets them derived from its term vectors when first opened, and scores as before."""
     from pagefault.stores.index import lexical_postgres
@@ -179,7 +179,9 @@ def test_postgres_bm25_reads_postings_and_derives_them_for_an_older_table(databa
         assert conn.execute(f"SELECT count(*) FROM {pg.postings} WHERE id = 'd2'").fetchone()[0] == kept
         conn.execute(f"DROP TABLE {pg.postings}")  # as a table from before the postings
     lexical_postgres._ready.discard((database, "postings_test"))
-    again = PostgresLexicalIndex(database, "postings_test")
+    with caplog.at_level("WARNING", logger="pagefault.stores.index.lexical_postgres"):
+        again = PostgresLexicalIndex(database, "postings_test")
+    assert f"deriving the BM25 postings of {len(DOCS)} records in {pg.table}" in caplog.text, "said, with the count"
     assert {q: again.search(q, "s-ana", 10) for q in before} == before
     again.delete(["d2"])
     with psycopg.connect(database) as conn:

@@ -13,6 +13,7 @@ id, so replicas writing the same record at once converge on one row.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import Iterable, Mapping, Sequence
@@ -21,6 +22,8 @@ from pagefault.engines.connections import postgres_connection
 from pagefault.engines.locks import locks_for
 from pagefault.stores.index.lexical_sqlite import LexicalDoc
 from pagefault.stores.validity import ValidityFilter
+
+log = logging.getLogger(__name__)
 
 K1, B = 1.2, 0.75
 #: Characters of a document given to the tokenizer (a tsvector holds at most 1 MB).
@@ -83,6 +86,9 @@ class PostgresLexicalIndex:
                              " PRIMARY KEY (scope, lexeme, id))")
                 conn.execute(f"CREATE INDEX IF NOT EXISTS {p}_id ON {p} (id)")
                 if not had:  # a table written before the postings: derived from its term vectors, once
+                    rows = conn.execute(f"SELECT count(*) AS n FROM {t}").fetchone()["n"]
+                    if rows:
+                        log.warning("deriving the BM25 postings of %s records in %s (once; one statement)", rows, t)
                     conn.execute(f"INSERT INTO {p} (scope, lexeme, id, tf) {_POSTINGS_OF.format(t=t)} ON CONFLICT DO NOTHING",
                                  (None, None))
             _ready.add((self.url, self.kind))
