@@ -69,24 +69,16 @@ class WriteBehind:
         """Wait until the inserts journalled before this call are written; raise the error that stops one."""
         raise NotImplementedError
 
-    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
-        """Journal one insert (durable when this returns); the writer takes it from here."""
-        raise NotImplementedError
-
     def is_pending(self, rid: str) -> bool:
         """Whether an insert of record ``rid`` is journalled and not yet written."""
         raise NotImplementedError
 
     def append_new(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str,
                    stored: Callable[[str], bool]) -> Appended:
-        """Journal an insert unless record ``rid`` is stored already (``stored(rid)``, asked of the BM25
-        shadow, not the vectors, whose writer may be mid-write) or journalled already."""
-        if stored(rid):
-            return "stored"
-        if self.is_pending(rid):
-            return "pending"
-        self.append(scope, text, tags, prov, since, rid)
-        return "appended"
+        """Journal an insert (durable when this returns; the writer takes it from there) unless record
+        ``rid`` is stored already (``stored(rid)``, asked of the BM25 shadow, not the vectors, whose
+        writer may be mid-write) or journalled already."""
+        raise NotImplementedError
 
     def _run(self) -> None:
         raise NotImplementedError
@@ -151,6 +143,15 @@ class ArchivalJournal(WriteBehind):
             self._wake()
 
     # -- the turn's side ------------------------------------------------------------------
+    def append_new(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str,
+                   stored: Callable[[str], bool]) -> Appended:
+        if stored(rid):
+            return "stored"
+        if self.is_pending(rid):
+            return "pending"
+        self.append(scope, text, tags, prov, since, rid)
+        return "appended"
+
     def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
         """Journal one insert (durable when this returns); the writer takes it from here."""
         entry = encode_entry(scope, text, tags, prov, since)

@@ -85,21 +85,11 @@ class SharedJournal(WriteBehind):
             self._wake()
 
     # -- the turn's side ------------------------------------------------------------------
-    def append(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str) -> None:
-        """Journal one insert (committed, so durable and seen by every replica, when this returns)."""
-        entry = encode_entry(scope, text, tags, prov, since)
-        with postgres_connection(self.url) as conn:
-            conn.execute(f"INSERT INTO {SHARED_JOURNAL_TABLE} (scope, rid, entry) VALUES (%s, %s, %s)",
-                         (scope.key, rid, entry))
-        with self._cond:
-            self._pending[rid] = scope.key
-            self._texts.append(text)
-        self._wake()
-
     def append_new(self, scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float, rid: str,
                    stored: Callable[[str], bool]) -> Appended:
-        """``WriteBehind.append_new`` in one statement: whether the BM25 shadow (this journal's neighbour
-        table, so ``stored`` is not asked) or the journal holds ``rid``, and the row if neither does."""
+        """``WriteBehind.append_new`` in one statement, committed when this returns: whether the BM25
+        shadow (this journal's neighbour table, so ``stored`` is not asked) or the journal holds ``rid``,
+        and the row if neither does."""
         t, d = SHARED_JOURNAL_TABLE, self._shadow
         with postgres_connection(self.url) as conn:
             row = conn.execute(
