@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import httpx
+import psycopg
 from langgraph_sdk import get_sync_client
 from support.devserver import dev_server
 from support.engines import chroma_server, fresh_database
@@ -44,6 +45,14 @@ def test_the_production_snippet_runs(tmp_path, monkeypatch):
 
         with open_postgres(db) as memory:
             values = memory.graph().get_state({"configurable": {"thread_id": "t1"}}).values
+        # The snippet's process would write what it journalled at exit; here the database goes first, so
+        # the writers finish now, and nothing is left in the shared journal.
+        from pagefault.stores import MemoryServices
+        from pagefault.stores.writers.shared_journal import SHARED_JOURNAL_TABLE
+
+        MemoryServices.forget(".pagefault")
+        with psycopg.connect(db) as conn:
+            assert conn.execute(f"SELECT count(*) FROM {SHARED_JOURNAL_TABLE}").fetchone()[0] == 0
     assert values["messages"][0].content == "My name is Ana." and values["messages"][-1].type == "ai"
 
 
