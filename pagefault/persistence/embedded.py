@@ -43,6 +43,7 @@ from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serializ
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, EmbeddingModel, embedding_model
 from pagefault.persistence.compression import checkpoint_serializer
+from pagefault.persistence.delta_memo import RememberingAsyncSqliteSaver, RememberingSqliteSaver
 from pagefault.stores.services import MemoryServices
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
@@ -139,7 +140,7 @@ def open_embedded(data_dir: str = ".pagefault", *, embeddings: EmbeddingChoice |
         with file_locks(path).hold("setup", timeout=SETUP_WAIT):  # one process at a time makes the files
             opened.append(_connect(os.path.join(path, "checkpoints.sqlite"), transactions=True))
             opened.append(_connect(os.path.join(path, "store.sqlite")))
-            saver, store = SqliteSaver(opened[0], serde=checkpoint_serializer()), SqliteStore(opened[1])
+            saver, store = RememberingSqliteSaver(opened[0], serde=checkpoint_serializer()), SqliteStore(opened[1])
             saver.setup()
             store.setup()
     except BaseException:
@@ -160,7 +161,7 @@ async def open_embedded_async(data_dir: str = ".pagefault", *, embeddings: Embed
     locks = file_locks(path)
     async with aiosqlite.connect(os.path.join(path, "checkpoints.sqlite")) as conn, \
             AsyncSqliteStore.from_conn_string(os.path.join(path, "store.sqlite")) as store:
-        saver = AsyncSqliteSaver(conn, serde=checkpoint_serializer())
+        saver = RememberingAsyncSqliteSaver(conn, serde=checkpoint_serializer())
         await asyncio.to_thread(locks.acquire, "setup", timeout=SETUP_WAIT)
         try:
             await saver.setup()

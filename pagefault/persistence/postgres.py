@@ -33,6 +33,7 @@ from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serializ
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, embedding_model
 from pagefault.persistence.compression import checkpoint_serializer
+from pagefault.persistence.delta_memo import RememberingAsyncPostgresSaver, RememberingPostgresSaver
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 from pagefault.stores.services import MemoryServices
 
@@ -98,7 +99,6 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None,
     the vectors live without a Chroma server (for the CLI: a run's ``Context.data_dir`` says it for the
     run); ``embeddings``: their model for this process (the tiers of ``data_dir`` are then opened at once,
     so a store another model made is refused here, and the runs on this store embed with it)."""
-    from langgraph.checkpoint.postgres import PostgresSaver
     from langgraph.store.postgres import PostgresStore
     from psycopg import Connection
     from psycopg.rows import DictRow, dict_row
@@ -112,7 +112,7 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None,
         check=backends.check_pooled, name="pagefault-langgraph",
         kwargs={**_POOL_KWARGS, "row_factory": dict_row}))
     lean_delta_reads()
-    saver, store = PostgresSaver(pool, serde=checkpoint_serializer()), PostgresStore(pool)
+    saver, store = RememberingPostgresSaver(pool, serde=checkpoint_serializer()), PostgresStore(pool)
     try:
         with locks_for(url).hold("setup", "langgraph", timeout=60):
             saver.setup()
@@ -166,11 +166,10 @@ async def _async_pool(url: str) -> AsyncIterator[tuple[str, Any]]:
 
 
 async def _async_setup(url: str, pool: Any) -> tuple[Any, Any]:
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from langgraph.store.postgres.aio import AsyncPostgresStore
 
     lean_delta_reads()
-    saver, store = AsyncPostgresSaver(pool, serde=checkpoint_serializer()), AsyncPostgresStore(pool)
+    saver, store = RememberingAsyncPostgresSaver(pool, serde=checkpoint_serializer()), AsyncPostgresStore(pool)
     locks = locks_for(url)
     await asyncio.to_thread(locks.acquire, "setup", "langgraph", timeout=60)
     try:
