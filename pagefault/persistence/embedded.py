@@ -40,10 +40,10 @@ from pagefault.engines.connections import Home, bind_home
 from pagefault.engines.file_locks import FileLocks, file_locks
 from pagefault.engines.locks import bind_locks
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
+from pagefault.graph.delta_memo import RememberingAsyncSqliteSaver, RememberingSqliteSaver
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, EmbeddingModel, embedding_model
 from pagefault.persistence.compression import checkpoint_serializer
-from pagefault.persistence.delta_memo import RememberingAsyncSqliteSaver, RememberingSqliteSaver
 from pagefault.stores.services import MemoryServices
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice

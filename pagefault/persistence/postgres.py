@@ -30,10 +30,10 @@ from pagefault.engines import connections as backends
 from pagefault.engines.connections import CONNECT_TIMEOUT, Home, bind_home, is_postgres_down, postgres_unavailable
 from pagefault.engines.locks import locks_for
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
+from pagefault.graph.delta_memo import RememberingAsyncPostgresSaver, RememberingPostgresSaver
 from pagefault.graph.graph import build_graph
 from pagefault.models.embedding_choice import EmbeddingChoice, embedding_model
 from pagefault.persistence.compression import checkpoint_serializer
-from pagefault.persistence.delta_memo import RememberingAsyncPostgresSaver, RememberingPostgresSaver
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 from pagefault.stores.services import MemoryServices
 

@@ -43,6 +43,7 @@ from langgraph.types import Command, StateSnapshot
 
 from pagefault.engines.thread_lock import compiled_fields
 from pagefault.graph.context import Context
+from pagefault.graph.delta_memo import last_saved
 from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
@@ -120,6 +121,11 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         tup = await self.checkpointer.aget_tuple(_root(config))
         return None if tup is None else str(tup.checkpoint["id"])
 
+    def _saved_last(self, config: RunnableConfig) -> str | None:
+        """The checkpoint the run just ended at, as its saver remembers it (None: read it instead)."""
+        assert isinstance(self.checkpointer, BaseCheckpointSaver)
+        return last_saved(self.checkpointer, _root(config))
+
     def _ended_here(self, config: RunnableConfig, latest: str | None) -> bool:
         """Whether the thread's latest checkpoint is the one a run of this graph ended at: its last run
         was not cut short, and its state need not be read to know it."""
@@ -144,7 +150,7 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
                 yield from super().stream(None, _finishing(config, snapshot), **kwargs)
         yield from super().stream(input, config, **kwargs)
         if by is not None:
-            self._note_end(config, self._latest(config))
+            self._note_end(config, self._saved_last(config) or self._latest(config))
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
         """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first)."""
@@ -157,7 +163,7 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         async for part in super().astream(input, config, **kwargs):
             yield part
         if by is not None:
-            self._note_end(config, await self._alatest(config))
+            self._note_end(config, self._saved_last(config) or await self._alatest(config))
 
 
 def latest_checkpoint_id(saver: BaseCheckpointSaver, config: RunnableConfig) -> str | None:

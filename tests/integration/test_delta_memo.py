@@ -1,5 +1,5 @@
 """A saver answers the delta channels' reads of the checkpoints it saved from memory
-(``persistence.delta_memo``), on both checkpointers, and never answers differently from the database.
+(``graph.delta_memo``), on both checkpointers, and never answers differently from the database.
 
 ``Checked`` savers read every delta history from the database as well, and compare: through a long
 conversation (compactions, the channels' full values), an interrupt and its resume, another replica
@@ -18,13 +18,15 @@ from langgraph.types import Command
 from support.engines import fresh_database
 
 from pagefault import Context, open_embedded
-from pagefault.persistence.delta_memo import (
+from pagefault.graph.delta_memo import (
     DeltaMemo,
     RememberingPostgresSaver,
     RememberingSqliteSaver,
     _Remembering,
+    last_saved,
 )
 from pagefault.persistence.postgres import open_postgres
+from pagefault.window.cut_short import latest_checkpoint_id
 
 TEXTS = ["My name is Ana and I live in Lisbon.", "Always answer in French.", "I moved to Berlin.", "Where do I live?"] + [
     f"Note {i}: the quiet harbour had boats painted blue and green, and gulls on post {i}." for i in range(26)]
@@ -161,6 +163,9 @@ def test_a_turn_on_a_thread_this_process_ran_reads_no_delta_history(backend, tmp
             for text in TEXTS[:6]:
                 _say(graph, ctx, "t1", text)
             assert memo.answered >= 5 and memo.missed == 0  # a new thread: nothing to read before its first turn
+            # Where a turn ended, as remembered (a turn's end is not read back), is the thread's latest checkpoint.
+            root = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+            assert last_saved(p.checkpointer, root) == latest_checkpoint_id(p.checkpointer, root) is not None
             # After another replica's turn on the thread, the next turn reads once, and the one after not at all.
             with _opened(backend, data, url, checked=False) as other:
                 _say(other.graph(), ctx, "t1", "I have a cat called Tom.")

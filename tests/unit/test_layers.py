@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("models",),
     ("engines",),
     ("stores",),
-    ("graph.context", "graph.state", "graph.saved_state"),
+    ("graph.context", "graph.state", "graph.saved_state", "graph.delta_memo"),
     ("serve",),
     ("consolidation",),
     ("tools",),

@@ -140,6 +140,16 @@ class DeltaMemo:
             self._keep(thread, _Head(cid, {ch: values[ch] for ch in self.channels if ch in values},
                                      frozenset(tup.checkpoint.get("channel_versions") or {}), {}))
 
+    def head(self, config: RunnableConfig) -> str | None:
+        """The id of the last checkpoint this process saved on ``config``'s thread and still follows (a
+        finished run's end: no other process saves on a thread while a run holds it); None if none."""
+        where = _thread(config)
+        if where is None:
+            return None
+        with self._lock:
+            head = self._heads.get(where[0])
+            return None if head is None else head.id
+
     def answer(self, config: RunnableConfig, channels: Sequence[str]) -> dict[str, DeltaChannelHistory] | None:
         """The read of ``channels`` at ``config``'s checkpoint, if it is a remembered thread's latest and
         every channel's history is known; None: read it from the saver."""
@@ -228,6 +238,13 @@ class DeltaMemo:
             later = {k: v for k, v in early.items() if k > cid}
             if later:
                 self._early[thread] = later
+
+
+def last_saved(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> str | None:
+    """``DeltaMemo.head`` of ``saver``'s memo; None for a saver without one."""
+    if isinstance(saver, (_Remembering, _RememberingAsync)):
+        return saver.delta_memo.head(config)
+    return None
 
 
 def _copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
@@ -357,6 +374,6 @@ class RememberingAsyncPostgresSaver(_RememberingAsync, AsyncPostgresSaver):
     """LangGraph's ``AsyncPostgresSaver``, answering delta reads of the checkpoints it saved from memory."""
 
 
-__all__ = ["THREADS_KEPT", "DeltaMemo", "RememberingAsyncPostgresSaver", "RememberingAsyncSqliteSaver",
+__all__ = ["THREADS_KEPT", "DeltaMemo", "last_saved", "RememberingAsyncPostgresSaver", "RememberingAsyncSqliteSaver",
            "RememberingPostgresSaver", "RememberingSqliteSaver"]
 
