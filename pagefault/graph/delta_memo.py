@@ -47,8 +47,9 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from pagefault.graph.state import DELTA_CHANNELS
 
-#: Threads whose latest checkpoint's delta history a saver keeps (the most recently run). Each holds
-#: about a window of messages (the last stored value and the writes since): some tens of KB.
+#: Threads whose latest checkpoint's delta history a saver keeps (the most recently run). Each holds the
+#: channels' last stored values and the writes since, about 175 KB of Python objects on a 4,096-token
+#: window (measured on a 120-turn thread), so at most about 45 MB.
 THREADS_KEPT = 256
 
 
