@@ -37,6 +37,7 @@ from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
 from pagefault.window.cut_short import ResumingGraph
 from pagefault.window.fixed_part import check_window
+from pagefault.window.run import written_by
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
 
@@ -67,11 +68,16 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
 def _wired(setup: AgentSetup) -> PagefaultBuilder:
     """The graph's nodes and edges, for ``setup``."""
 
-    def over_budget(state: PagefaultState, config: RunnableConfig,
-                    runtime: Runtime[Context]) -> Literal["compact", "reason"]:
+    def route(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context],
+              reread: frozenset[str] | None) -> Literal["compact", "reason"]:
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        return "compact" if run.over_budget(run.main_context(state, setup.tool_schemas, hand_on=True)) else "reason"
+        main = run.main_context(state, setup.tool_schemas, hand_on=True, reread=reread)
+        return "compact" if run.over_budget(main) else "reason"
+
+    def over_budget(state: PagefaultState, config: RunnableConfig,
+                    runtime: Runtime[Context]) -> Literal["compact", "reason"]:
+        return route(state, config, runtime, None)  # after a user tool: anything may have changed
 
     def start(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
         # A run's first step: a window too small for this agent's fixed part is refused here, before any
@@ -96,7 +102,8 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
         done = answered_ids(state)
         if any(tc["name"] in setup.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
             return "dispatch"
-        return over_budget(state, config, runtime)
+        # Only what this step's memory calls may have changed is read again (``MemoryRun.main_context``).
+        return route(state, config, runtime, written_by(last_ai.tool_calls))
 
     context_schema = setup.served.context_schema() if setup.served is not None else Context
     builder: PagefaultBuilder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)

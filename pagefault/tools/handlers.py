@@ -427,6 +427,9 @@ class MemoryTool:
     schema: type[BaseModel]
     run: Callable[[MemoryCall, Any], ToolResult]
     description: str = ""
+    writes: frozenset[str] = frozenset()
+    """What of the prompt a call may change: ``"blocks"`` (core memory), ``"procedures"``, ``"records"``
+    (the archival count); the parts of ``window.run.PromptReads``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "description", one_line(self.description or self.schema.__doc__ or ""))
@@ -435,12 +438,12 @@ class MemoryTool:
 MEMORY_TOOLS: dict[str, MemoryTool] = {
     t.name: t
     for t in (
-        MemoryTool("core_memory_append", CoreAppend, core_memory_append),
-        MemoryTool("core_memory_replace", CoreReplace, core_memory_replace),
-        MemoryTool("archival_memory_insert", ArchivalInsert, archival_memory_insert),
+        MemoryTool("core_memory_append", CoreAppend, core_memory_append, writes=frozenset({"blocks"})),
+        MemoryTool("core_memory_replace", CoreReplace, core_memory_replace, writes=frozenset({"blocks"})),
+        MemoryTool("archival_memory_insert", ArchivalInsert, archival_memory_insert, writes=frozenset({"records"})),
         MemoryTool("archival_memory_search", ArchivalSearch, archival_memory_search),
         MemoryTool("conversation_search", ConversationSearch, conversation_search),
-        MemoryTool("procedure_update", ProcedureUpdate, procedure_update),
+        MemoryTool("procedure_update", ProcedureUpdate, procedure_update, writes=frozenset({"procedures"})),
     )
 }
 

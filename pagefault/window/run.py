@@ -15,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -61,8 +61,25 @@ class PromptReads:
     records: int
 
 
+#: The parts of ``PromptReads``, each one read of a store.
+PROMPT_PARTS = frozenset({"blocks", "procedures", "records"})
+
 _handed: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
+#: The reads each run's thread last built a main context from (``MemoryRun.main_context(reread=...)``).
+_last: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
 _handed_lock = threading.Lock()
+
+
+def written_by(calls: Sequence[Mapping[str, Any]]) -> frozenset[str] | None:
+    """The ``PromptReads`` parts the memory tool ``calls`` (an AI message's tool calls) may have changed;
+    None if one of them is not a memory tool (anything may have changed)."""
+    parts: set[str] = set()
+    for call in calls:
+        tool = MEMORY_TOOLS.get(str(call.get("name")))
+        if tool is None:
+            return None
+        parts |= tool.writes
+    return frozenset(parts)
 
 
 def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
@@ -106,9 +123,17 @@ def _take_handed(key: tuple[int, int, str, str]) -> PromptReads | None:
     now = time.monotonic()
     with _handed_lock:
         found = _handed.pop(key, None)
-        for k in [k for k, (_, at) in _handed.items() if now - at > HANDOFF_SECONDS]:
-            del _handed[k]
+        for held in (_handed, _last):
+            for k in [k for k, (_, at) in held.items() if now - at > HANDOFF_SECONDS]:
+                del held[k]
     return found[0] if found is not None and now - found[1] <= HANDOFF_SECONDS else None
+
+
+def _last_fresh(key: tuple[int, int, str, str]) -> PromptReads | None:
+    """The reads ``key``'s last main context was built from, if fresh."""
+    with _handed_lock:
+        found = _last.get(key)
+    return found[0] if found is not None and time.monotonic() - found[1] <= HANDOFF_SECONDS else None
 
 
 @dataclass
@@ -143,27 +168,39 @@ class MemoryRun:
                    ProceduralMemory(store, scope), services(ctx, store), counter)
 
     def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
-                     app_prompt: str = "", hand_on: bool = False) -> MainContext:
+                     app_prompt: str = "", hand_on: bool = False, reread: frozenset[str] | None = None) -> MainContext:
         """The main context as the model is sent it: instructions, core memory, learned procedures,
         the summary, the window's messages and the tool schemas, each measured in tokens. ``hand_on``
         (a graph edge measuring to route): leave the stores' reads for the next step of this run's thread
-        to take (``PromptReads``); otherwise reads an edge handed on are taken, once."""
+        to take (``PromptReads``); otherwise reads an edge handed on are taken, once. ``reread`` (the edge
+        after a memory step, ``written_by`` its calls): read only those parts again, and take the others
+        from this thread's last main context if it is fresh (no other write of this run came between:
+        another process's is seen at the next turn, as a handed-on read's is)."""
         key = (id(self.store), id(self.services), self.scope.key, self.thread_id)
         reads = None if hand_on else _take_handed(key)
         if reads is None:
-            reads = self.prompt_reads()
-        if hand_on:
-            with _handed_lock:
+            last = _last_fresh(key) if reread is not None else None
+            reads = self.prompt_reads() if reread is None or last is None else self.prompt_reads(reread, last)
+        with _handed_lock:
+            _last[key] = (reads, time.monotonic())
+            if hand_on:
                 _handed[key] = (reads, time.monotonic())
         return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas, warn=warn,
                                   procedures=reads.procedures, app_prompt=app_prompt, prompts=self.prompts)
 
-    def prompt_reads(self) -> PromptReads:
-        """The stores' part of a main context, read now."""
-        # Three reads, each a round trip on Postgres: asked at once (on SQLite each takes microseconds).
-        blocks, procedures = _PROMPT_READS.submit(self.core.blocks), _PROMPT_READS.submit(self.procedures.list)
-        records = self.services.archival.count(self.scope)
-        return PromptReads(blocks.result(), procedures.result(), records)
+    def prompt_reads(self, parts: frozenset[str] = PROMPT_PARTS, known: PromptReads | None = None) -> PromptReads:
+        """The stores' part of a main context, read now: ``parts`` of it, the rest as ``known`` has it."""
+        if known is None or not parts <= PROMPT_PARTS:
+            parts = PROMPT_PARTS
+        # Each read is a round trip on Postgres: asked at once (on SQLite each takes microseconds).
+        blocks = _PROMPT_READS.submit(self.core.blocks) if "blocks" in parts else None
+        procedures = _PROMPT_READS.submit(self.procedures.list) if "procedures" in parts else None
+        records = self.services.archival.count(self.scope) if "records" in parts or known is None else known.records
+        if known is None:
+            assert blocks is not None and procedures is not None
+            return PromptReads(blocks.result(), procedures.result(), records)
+        return PromptReads(known.blocks if blocks is None else blocks.result(),
+                           known.procedures if procedures is None else procedures.result(), records)
 
     def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
                app_prompt: str = "") -> tuple[MainContext, bool]:

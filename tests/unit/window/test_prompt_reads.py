@@ -45,7 +45,7 @@ class AppendThenAnswer(BaseChatModel):
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """How often a main context was built (and by an edge) and how often the stores were read for one."""
-    calls = {"built": 0, "edges": 0, "reads": 0}
+    calls: dict[str, Any] = {"built": 0, "edges": 0, "reads": 0, "parts": []}
     built, reads = MemoryRun.main_context, MemoryRun.prompt_reads
 
     def main_context(self: MemoryRun, *args: Any, **kwargs: Any) -> Any:
@@ -53,9 +53,10 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         calls["edges"] += bool(kwargs.get("hand_on"))
         return built(self, *args, **kwargs)
 
-    def prompt_reads(self: MemoryRun) -> Any:
+    def prompt_reads(self: MemoryRun, parts: frozenset[str] = run_module.PROMPT_PARTS, known: Any = None) -> Any:
         calls["reads"] += 1
-        return reads(self)
+        calls["parts"].append(sorted(parts) if known is not None else "all")
+        return reads(self, parts, known)
 
     monkeypatch.setattr(MemoryRun, "main_context", main_context)
     monkeypatch.setattr(MemoryRun, "prompt_reads", prompt_reads)
@@ -101,3 +102,17 @@ def test_the_model_sees_its_own_write_and_another_writers(tmp_path):
     assert "I keep bees on the roof." in systems[1], "the step after the memory write shows it"
     assert "Mila" not in systems[1] and "Mila" in systems[2], "the next turn shows the other writer's append"
     assert "I play the oboe." in systems[3]
+
+
+def test_after_a_memory_step_only_what_its_calls_changed_is_read_again(tmp_path, counted, monkeypatch):
+    monkeypatch.setattr(run_module, "HANDOFF_SECONDS", 30.0)  # a first turn's warm-up must not make them stale
+    # The offline model saves a note in archival memory; "I work as ..." also appends to core memory.
+    _turn(tmp_path, ["Note 1: Ana keeps the red bike in a shed near Oslo.", "I work as a nurse in Oslo."])
+    assert counted["parts"] == ["all", ["records"], "all", ["blocks", "records"]], counted["parts"]
+
+
+def test_the_parts_a_memory_call_may_change():
+    assert run_module.written_by([{"name": "archival_memory_search"}, {"name": "conversation_search"}]) == frozenset()
+    assert run_module.written_by([{"name": "core_memory_replace"}, {"name": "procedure_update"}]) == \
+        {"blocks", "procedures"}
+    assert run_module.written_by([{"name": "archival_memory_insert"}, {"name": "weather"}]) is None
