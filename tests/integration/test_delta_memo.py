@@ -3,7 +3,8 @@
 
 ``Checked`` savers read every delta history from the database as well, and compare: through a long
 conversation (compactions, the channels' full values), an interrupt and its resume, another replica
-running the same thread, ``update_state``, a run from an older checkpoint and a deleted thread.
+running the same thread, ``update_state``, a run from an older checkpoint and a deleted thread; and the
+async savers (a LangGraph server's) through a conversation past its first compaction.
 """
 
 from __future__ import annotations
@@ -20,12 +21,16 @@ from support.engines import fresh_database
 from pagefault import Context, open_embedded
 from pagefault.graph.delta_memo import (
     DeltaMemo,
+    RememberingAsyncPostgresSaver,
+    RememberingAsyncSqliteSaver,
     RememberingPostgresSaver,
     RememberingSqliteSaver,
     _Remembering,
+    _RememberingAsync,
     last_saved,
 )
-from pagefault.persistence.postgres import open_postgres
+from pagefault.persistence.embedded import open_embedded_async
+from pagefault.persistence.postgres import open_postgres, open_postgres_async
 from pagefault.window.cut_short import latest_checkpoint_id
 
 TEXTS = ["My name is Ana and I live in Lisbon.", "Always answer in French.", "I moved to Berlin.", "Where do I live?"] + [
@@ -65,6 +70,29 @@ class CheckedSqlite(_Checks, RememberingSqliteSaver):
 
 
 class CheckedPostgres(_Checks, RememberingPostgresSaver):
+    pass
+
+
+class _AsyncChecks(_RememberingAsync):
+    """``_Checks`` for the async savers (a LangGraph server's)."""
+
+    async def aget_delta_channel_history(self, *, config, channels: Sequence[str]):
+        known = self.delta_memo.answer(config, channels)
+        found = await super(_RememberingAsync, self).aget_delta_channel_history(config=config, channels=channels)
+        if known is None:
+            self.delta_memo.read(config, channels, found)
+        else:
+            _Checks.compared += 1
+            if _plain(known) != _plain(found):
+                _Checks.disagreed.append(f"{config['configurable']} {list(channels)}")
+        return found
+
+
+class CheckedAsyncSqlite(_AsyncChecks, RememberingAsyncSqliteSaver):
+    pass
+
+
+class CheckedAsyncPostgres(_AsyncChecks, RememberingAsyncPostgresSaver):
     pass
 
 
@@ -207,3 +235,22 @@ def test_writes_against_a_checkpoint_it_does_not_follow_forget_the_thread():
         ("task-a", "messages", ["m1"]), ("task-b", "messages", ["m2"]), ("task-b", "messages", ["m3"])]}}
     memo.wrote(at, [("messages", ["late"])], "task-c", "~c")  # against 01, no longer the latest
     assert memo.answer(there, ["messages"]) is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_the_async_savers_remember_the_same_as_the_database(backend, tmp_path):
+    _Checks.compared, _Checks.disagreed = 0, []
+    data = str(tmp_path / "d")
+    ctx = Context(user_id="ana", data_dir=data, context_window=2600, warning_fraction=0.7)
+    with _database(backend) as url:
+        opened = open_postgres_async(url) if backend == "postgres" else open_embedded_async(data)
+        async with opened as p:
+            p.checkpointer.__class__ = CheckedAsyncPostgres if backend == "postgres" else CheckedAsyncSqlite
+            graph = p.graph()
+            config = {"configurable": {"thread_id": "t1"}}
+            for text in TEXTS[:16]:  # past the first compaction
+                await graph.ainvoke({"messages": [HumanMessage(text)]}, config, context=ctx)
+            state = await graph.aget_state(config)
+            assert state.values["compactions"] >= 1
+            assert _Checks.disagreed == [] and _Checks.compared >= 14
+            assert p.checkpointer.delta_memo.answered >= 14
