@@ -47,6 +47,18 @@ def _plain(histories: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _compared(memo: DeltaMemo, config: Any, channels: Sequence[str], known: Any, found: Any) -> Any:
+    """The database's read ``found``, after checking the memo's answer ``known`` against it (or, where the
+    memo had none, handing the read to the memo as the saver would)."""
+    if known is None:
+        memo.read(config, channels, found)
+    else:
+        _Checks.compared += 1
+        if _plain(known) != _plain(found):
+            _Checks.disagreed.append(f"{config['configurable']} {list(channels)}")
+    return found
+
+
 class _Checks(_Remembering):
     """Reads every delta history from the database too; where the memo answers, the two must agree."""
 
@@ -56,13 +68,7 @@ class _Checks(_Remembering):
     def get_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
         found = super(_Remembering, self).get_delta_channel_history(config=config, channels=channels)
-        if known is None:
-            self.delta_memo.read(config, channels, found)
-        else:
-            _Checks.compared += 1
-            if _plain(known) != _plain(found):
-                _Checks.disagreed.append(f"{config['configurable']} {list(channels)}")
-        return found
+        return _compared(self.delta_memo, config, channels, known, found)
 
 
 class CheckedSqlite(_Checks, RememberingSqliteSaver):
@@ -79,13 +85,7 @@ class _AsyncChecks(_RememberingAsync):
     async def aget_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
         found = await super(_RememberingAsync, self).aget_delta_channel_history(config=config, channels=channels)
-        if known is None:
-            self.delta_memo.read(config, channels, found)
-        else:
-            _Checks.compared += 1
-            if _plain(known) != _plain(found):
-                _Checks.disagreed.append(f"{config['configurable']} {list(channels)}")
-        return found
+        return _compared(self.delta_memo, config, channels, known, found)
 
 
 class CheckedAsyncSqlite(_AsyncChecks, RememberingAsyncSqliteSaver):
