@@ -78,6 +78,11 @@ class MemoryCall:
     supersede: SupersedeJudge = PATTERNS
     #: The memory tools this run's model was given (``choose_memory_tools``); a call to another one is refused.
     tools: frozenset[str] = field(default_factory=lambda: frozenset(MEMORY_TOOLS))
+    #: What the calls' writes left in the prompt's reads, one entry per successful write, in call order:
+    #: ``("blocks", block)`` with the core block as saved, ``("records", n)`` with the archival records it
+    #: added (``window.run.MemoryRun.note_writes`` derives the next prompt's reads from them). Shared by the
+    #: copies an approval makes (``dataclasses.replace`` keeps the list).
+    effects: list[tuple[str, Any]] = field(default_factory=list)
 
     def provenance(self, text: str) -> Provenance:
         """Provenance of a write made in this call, its source attributed from what the turn read."""
@@ -293,6 +298,7 @@ def _edit_provenance(call: MemoryCall, text: str) -> Provenance:
 def core_memory_append(call: MemoryCall, args: CoreAppend) -> ToolResult:
     prov = _edit_provenance(call, args.text)
     block = call.core.append(args.section, args.text, provenance=prov)
+    call.effects.append(("blocks", block))
     return ToolResult(f"Appended to {block.label} ({block.usage}).",
                       {"section": block.label, "value": block.value, "provenance": block.log[-1]})
 
@@ -300,6 +306,7 @@ def core_memory_append(call: MemoryCall, args: CoreAppend) -> ToolResult:
 def core_memory_replace(call: MemoryCall, args: CoreReplace) -> ToolResult:
     prov = _edit_provenance(call, args.new)
     block = call.core.replace(args.section, args.old, args.new, provenance=prov)
+    call.effects.append(("blocks", block))
     return ToolResult(f"Replaced text in {block.label} ({block.usage}).",
                       {"section": block.label, "value": block.value, "provenance": block.log[-1]})
 
@@ -345,6 +352,7 @@ def archival_memory_insert(call: MemoryCall, args: ArchivalInsert) -> ToolResult
                                    defer=True, judge=call.supersede)
     except ValueError as e:
         raise ToolError(str(e)) from e
+    call.effects.append(("records", 1 if rec.created else 0))
     verb = "Saved" if rec.created else "Already stored"
     note = ""
     if rec.provenance.flags and call.guard != "off":

@@ -11,6 +11,7 @@ middleware, the memory tools and the CLI. It holds the one copy of three flows t
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +68,8 @@ PROMPT_PARTS = frozenset({"blocks", "procedures", "records"})
 _handed: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
 #: The reads each run's thread last built a main context from (``MemoryRun.main_context(reread=...)``).
 _last: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
+#: Parts of ``_last`` a memory step brought up to date with its own writes (``MemoryRun.note_writes``).
+_derived: dict[tuple[int, int, str, str], tuple[frozenset[str], float]] = {}
 _handed_lock = threading.Lock()
 
 
@@ -123,7 +126,7 @@ def _take_handed(key: tuple[int, int, str, str]) -> PromptReads | None:
     now = time.monotonic()
     with _handed_lock:
         found = _handed.pop(key, None)
-        for held in (_handed, _last):
+        for held in (_handed, _last, _derived):
             for k in [k for k, (_, at) in held.items() if now - at > HANDOFF_SECONDS]:
                 del held[k]
     return found[0] if found is not None and now - found[1] <= HANDOFF_SECONDS else None
@@ -134,6 +137,30 @@ def _last_fresh(key: tuple[int, int, str, str]) -> PromptReads | None:
     with _handed_lock:
         found = _last.get(key)
     return found[0] if found is not None and time.monotonic() - found[1] <= HANDOFF_SECONDS else None
+
+
+def _take_derived(key: tuple[int, int, str, str]) -> frozenset[str]:
+    """The parts of ``key``'s last reads its memory step brought up to date (``note_writes``), once."""
+    with _handed_lock:
+        found = _derived.pop(key, None)
+    return found[0] if found is not None and time.monotonic() - found[1] <= HANDOFF_SECONDS else frozenset()
+
+
+def _with_effects(known: PromptReads, parts: frozenset[str], effects: Sequence[tuple[str, Any]]) -> PromptReads | None:
+    """``known`` with the ``effects`` of a step's writes (``MemoryCall.effects``) on ``parts`` applied: a saved
+    core block replaces the one of its label (as the store reads it back), records add to the count. None if
+    one cannot be applied (a block ``known`` does not hold)."""
+    blocks, records = list(known.blocks), known.records
+    for part, effect in effects:
+        if part == "blocks" and "blocks" in parts:
+            saved = CoreBlock.from_store(effect.label, json.loads(json.dumps(effect.to_store())))
+            at = next((n for n, b in enumerate(blocks) if b.label == saved.label), None)
+            if at is None:
+                return None
+            blocks[at] = saved
+        elif part == "records" and "records" in parts:
+            records += int(effect)
+    return PromptReads(blocks, known.procedures, records)
 
 
 @dataclass
@@ -176,10 +203,12 @@ class MemoryRun:
         after a memory step, ``written_by`` its calls): read only those parts again, and take the others
         from this thread's last main context if it is fresh (no other write of this run came between:
         another process's is seen at the next turn, as a handed-on read's is)."""
-        key = (id(self.store), id(self.services), self.scope.key, self.thread_id)
+        key = self._key()
         reads = None if hand_on else _take_handed(key)
         if reads is None:
             last = _last_fresh(key) if reread is not None else None
+            if last is not None and reread is not None:
+                reread = reread - _take_derived(key)
             reads = self.prompt_reads() if reread is None or last is None else self.prompt_reads(reread, last)
         with _handed_lock:
             _last[key] = (reads, time.monotonic())
@@ -187,6 +216,31 @@ class MemoryRun:
                 _handed[key] = (reads, time.monotonic())
         return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas, warn=warn,
                                   procedures=reads.procedures, app_prompt=app_prompt, prompts=self.prompts)
+
+    def _key(self) -> tuple[int, int, str, str]:
+        """Whose reads ``_handed``, ``_last`` and ``_derived`` hold: this run's stores, scope and thread."""
+        return (id(self.store), id(self.services), self.scope.key, self.thread_id)
+
+    def note_writes(self, calls: Sequence[Mapping[str, Any]], effects: Sequence[tuple[str, Any]]) -> None:
+        """A memory step ran ``calls`` (its AI message's tool calls) and its writes had ``effects``
+        (``MemoryCall.effects``): the parts of this thread's last reads that every writing call left an
+        effect on are brought up to date from them, and the edge after the step reads only the others
+        again (``main_context(reread=...)``). A call that failed, or ran in an earlier run of the step (a
+        resume), left none: its part is read again."""
+        key = self._key()
+        last = _last_fresh(key)
+        if last is None:
+            return
+        writers = {part: sum(part in MEMORY_TOOLS[str(c.get("name"))].writes for c in calls
+                             if str(c.get("name")) in MEMORY_TOOLS) for part in PROMPT_PARTS}
+        done = frozenset(p for p in ("blocks", "records")
+                         if writers[p] and writers[p] == sum(part == p for part, _ in effects))
+        reads = _with_effects(last, done, effects) if done else None
+        if reads is None:
+            return
+        with _handed_lock:
+            _last[key] = (reads, time.monotonic())
+            _derived[key] = (done, time.monotonic())
 
     def prompt_reads(self, parts: frozenset[str] = PROMPT_PARTS, known: PromptReads | None = None) -> PromptReads:
         """The stores' part of a main context, read now: ``parts`` of it, the rest as ``known`` has it."""

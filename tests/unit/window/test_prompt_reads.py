@@ -104,9 +104,17 @@ def test_the_model_sees_its_own_write_and_another_writers(tmp_path):
     assert "I play the oboe." in systems[3]
 
 
-def test_after_a_memory_step_only_what_its_calls_changed_is_read_again(tmp_path, counted, monkeypatch):
+def test_after_a_memory_step_what_its_writes_changed_is_not_read_again(tmp_path, counted, monkeypatch):
     monkeypatch.setattr(run_module, "HANDOFF_SECONDS", 30.0)  # a first turn's warm-up must not make them stale
-    # The offline model saves a note in archival memory; "I work as ..." also appends to core memory.
+    # The offline model saves a note in archival memory; "I work as ..." also appends to core memory. Their
+    # effects (one record more, the block as saved) say what changed (tests/integration/test_derived_reads.py).
+    _turn(tmp_path, ["Note 1: Ana keeps the red bike in a shed near Oslo.", "I work as a nurse in Oslo."])
+    assert counted["parts"] == ["all", [], "all", []], counted["parts"]
+
+
+def test_after_a_memory_step_without_effects_what_its_calls_may_change_is_read_again(tmp_path, counted, monkeypatch):
+    monkeypatch.setattr(run_module, "HANDOFF_SECONDS", 30.0)
+    monkeypatch.setattr(MemoryRun, "note_writes", lambda self, calls, effects: None)  # as after a resume
     _turn(tmp_path, ["Note 1: Ana keeps the red bike in a shed near Oslo.", "I work as a nurse in Oslo."])
     assert counted["parts"] == ["all", ["records"], "all", ["blocks", "records"]], counted["parts"]
 
