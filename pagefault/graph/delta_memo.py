@@ -25,6 +25,7 @@ Only the root namespace is kept, and only the ``THREADS_KEPT`` threads run most 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -85,6 +86,45 @@ def _thread(config: Mapping[str, Any]) -> tuple[str, str | None] | None:
     return str(conf["thread_id"]), (str(cid) if cid else None)
 
 
+#: How long a latest checkpoint read at a run's start answers the run's own read of it (``JustRead``).
+JUST_READ_SECONDS = 1.0
+
+
+class JustRead:
+    """A thread's latest checkpoint, read once at a run's start (``read_latest``), for the run's own
+    ``get_tuple`` of it a moment later: one read instead of two. It is given once, within
+    ``JUST_READ_SECONDS``, and only if nothing was saved or deleted on the thread by this saver since;
+    the run holds the thread's lock (``SerializedGraph``), so no other process saves on it meanwhile."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[str, CheckpointTuple | None, float]] = {}
+        self._lock = threading.Lock()
+
+    def keep(self, config: RunnableConfig, tup: CheckpointTuple | None) -> None:
+        where = _thread(config)
+        if where is not None and where[1] is None:
+            with self._lock:
+                self._kept[where[0]] = (where[0], tup, time.monotonic())
+
+    def take(self, config: RunnableConfig) -> tuple[bool, CheckpointTuple | None]:
+        """(True, the tuple kept for ``config``'s latest) once if fresh, else (False, None)."""
+        where = _thread(config)
+        if where is None or where[1] is not None:
+            return False, None
+        with self._lock:
+            found = self._kept.pop(where[0], None)
+        if found is None or time.monotonic() - found[2] > JUST_READ_SECONDS:
+            return False, None
+        return True, found[1]
+
+    def forget(self, thread: str | None = None) -> None:
+        with self._lock:
+            if thread is None:
+                self._kept.clear()
+            else:
+                self._kept.pop(thread, None)
+
+
 class DeltaMemo:
     """The bookkeeping behind the savers of this module (see the module docstring); thread-safe."""
 
@@ -95,6 +135,8 @@ class DeltaMemo:
         #: writes that reached the saver before their checkpoint did, by thread and checkpoint id
         self._early: dict[str, dict[str, dict[tuple[str, int], tuple[tuple[str, str, int], str, str, Any]]]] = {}
         self._lock = threading.Lock()
+        self.just_read = JustRead()
+        """The latest checkpoint a run's start read, for the run's own read of it (``read_latest``)."""
         self.answered = 0
         """Reads answered from memory (for tests and benchmarks)."""
         self.missed = 0
@@ -112,6 +154,7 @@ class DeltaMemo:
 
     def forget(self, thread: str | None = None) -> None:
         """Forget ``thread`` (None: every thread)."""
+        self.just_read.forget(thread)
         with self._lock:
             if thread is None:
                 self._heads.clear()
@@ -184,6 +227,7 @@ class DeltaMemo:
         where = _thread(config)
         if where is None:
             return
+        self.just_read.forget(where[0])
         tracked = [(WRITES_IDX_MAP.get(ch, i), ch, v) for i, (ch, v) in enumerate(writes) if ch in self.channels]
         if not tracked:
             return
@@ -208,6 +252,7 @@ class DeltaMemo:
         where = _thread(config)
         if where is None:
             return
+        self.just_read.forget(where[0])
         thread, parent = where
         values = checkpoint.get("channel_values") or {}
         versioned = frozenset(checkpoint.get("channel_versions") or {})
@@ -241,6 +286,28 @@ class DeltaMemo:
                 self._early[thread] = later
 
 
+def keeps_reads(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Whether ``saver`` is one of this module's (``read_latest`` then spares the run a read)."""
+    return isinstance(saver, (_Remembering, _RememberingAsync))
+
+
+def read_latest(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> CheckpointTuple | None:
+    """The latest checkpoint of ``config``'s thread, read now; on a saver of this module its next
+    ``get_tuple`` of it is answered with this read (``JustRead``)."""
+    tup = saver.get_tuple(config)
+    if isinstance(saver, _Remembering):
+        saver.delta_memo.just_read.keep(config, tup)
+    return tup
+
+
+async def aread_latest(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> CheckpointTuple | None:
+    """``read_latest`` through ``aget_tuple``."""
+    tup = await saver.aget_tuple(config)
+    if isinstance(saver, _RememberingAsync):
+        saver.delta_memo.just_read.keep(config, tup)
+    return tup
+
+
 def last_saved(saver: BaseCheckpointSaver[Any], config: RunnableConfig) -> str | None:
     """``DeltaMemo.head`` of ``saver``'s memo; None for a saver without one."""
     if isinstance(saver, (_Remembering, _RememberingAsync)):
@@ -265,6 +332,9 @@ class _Remembering(BaseCheckpointSaver[Any]):
         self.delta_memo = DeltaMemo()
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        kept, tup = self.delta_memo.just_read.take(config)
+        if kept:
+            return tup
         tup = super().get_tuple(config)
         self.delta_memo.loaded(tup)
         return tup
@@ -317,6 +387,9 @@ class _RememberingAsync(BaseCheckpointSaver[Any]):
         self.delta_memo = DeltaMemo()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        kept, tup = self.delta_memo.just_read.take(config)
+        if kept:
+            return tup
         tup = await super().aget_tuple(config)
         self.delta_memo.loaded(tup)
         return tup
@@ -375,6 +448,6 @@ class RememberingAsyncPostgresSaver(_RememberingAsync, AsyncPostgresSaver):
     """LangGraph's ``AsyncPostgresSaver``, answering delta reads of the checkpoints it saved from memory."""
 
 
-__all__ = ["THREADS_KEPT", "DeltaMemo", "last_saved", "RememberingAsyncPostgresSaver", "RememberingAsyncSqliteSaver",
-           "RememberingPostgresSaver", "RememberingSqliteSaver"]
-
+__all__ = ["JUST_READ_SECONDS", "THREADS_KEPT", "DeltaMemo", "JustRead", "aread_latest", "keeps_reads", "last_saved",
+           "read_latest", "RememberingAsyncPostgresSaver", "RememberingAsyncSqliteSaver", "RememberingPostgresSaver",
+           "RememberingSqliteSaver"]
