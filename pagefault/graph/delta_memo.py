@@ -97,14 +97,14 @@ class JustRead:
     the run holds the thread's lock (``SerializedGraph``), so no other process saves on it meanwhile."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[str, CheckpointTuple | None, float]] = {}
+        self._kept: dict[str, tuple[CheckpointTuple | None, float]] = {}
         self._lock = threading.Lock()
 
     def keep(self, config: RunnableConfig, tup: CheckpointTuple | None) -> None:
         where = _thread(config)
         if where is not None and where[1] is None:
             with self._lock:
-                self._kept[where[0]] = (where[0], tup, time.monotonic())
+                self._kept[where[0]] = (tup, time.monotonic())
 
     def take(self, config: RunnableConfig) -> tuple[bool, CheckpointTuple | None]:
         """(True, the tuple kept for ``config``'s latest) once if fresh, else (False, None)."""
@@ -113,9 +113,9 @@ class JustRead:
             return False, None
         with self._lock:
             found = self._kept.pop(where[0], None)
-        if found is None or time.monotonic() - found[2] > JUST_READ_SECONDS:
+        if found is None or time.monotonic() - found[1] > JUST_READ_SECONDS:
             return False, None
-        return True, found[1]
+        return True, found[0]
 
     def forget(self, thread: str | None = None) -> None:
         with self._lock:
