@@ -599,6 +599,14 @@ class ArchivalStore:
             return None
         return record_from_hit(hits[0])
 
+    def count_query(self, scope: Scope) -> tuple[str, str, tuple[str, ...]] | None:
+        """``count(scope)`` as (database URL, SQL expression, parameters) where it is one statement of a
+        shared database (the replicated setup's journal), for a caller that asks it beside other reads of
+        that database; None elsewhere."""
+        if isinstance(self.journal, SharedJournal):
+            return (self.journal.url, *self.journal.count_query(scope))
+        return None
+
     def count(self, scope: Scope) -> int:
         """Records of ``scope``, journalled ones included (every prompt shows it: it does not wait)."""
         if isinstance(self.journal, SharedJournal):  # other replicas' journalled inserts too, in one statement

@@ -11,6 +11,10 @@ wrote each row version: every insert, update or delete changes the set), hashed 
 is one round trip, as the read is, but an unpipelined one that sends back a hash, not the values;
 namespaces holding rows with an expiry (TTL) are not cached (a row expiring writes nothing). Other
 stores (the server's own, a single connection) are always read afresh.
+
+A prompt asks for two namespaces (core memory, procedures) and the archival count at every turn's
+start: ``versions_with`` asks for the versions and one more scalar of the same database (the count)
+in one statement, and ``cached_read(version=...)`` takes a version read that way.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any, Callable, Hashable, TypeVar
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
+from pagefault.engines.connections import is_postgres_down, postgres_unavailable
+
 T = TypeVar("T")
 
 _lock = threading.Lock()
@@ -30,10 +36,13 @@ _cache: "weakref.WeakKeyDictionary[BaseStore, dict[tuple[str, ...], tuple[Hashab
     weakref.WeakKeyDictionary())
 
 #: The version of one namespace of a ``PostgresStore`` (and its descendants, and perhaps a few more:
-#: the LIKE below has no escape character, so it matches at least what the store's search matches).
-_PG_VERSION = ("SELECT count(*) AS n, md5(coalesce(string_agg(prefix || chr(31) || key || chr(31) || xmin::text,"
-               " chr(30) ORDER BY prefix, key), '')) AS h, coalesce(bool_or(expires_at IS NOT NULL), false) AS ttl"
-               " FROM store WHERE prefix = %s OR prefix LIKE %s ESCAPE ''")
+#: the LIKE below has no escape character, so it matches at least what the store's search matches), as
+#: one text value: its row count and a hash of its rows' keys and ``xmin``; NULL if a row has an expiry.
+_PG_VERSION = ("(SELECT CASE WHEN coalesce(bool_or(expires_at IS NOT NULL), false) THEN NULL ELSE count(*)::text"
+               " || ':' || md5(coalesce(string_agg(prefix || chr(31) || key || chr(31) || xmin::text, chr(30)"
+               " ORDER BY prefix, key), '')) END FROM store WHERE prefix = %s OR prefix LIKE %s ESCAPE '')")
+#: ``cached_read``'s ``version`` when the caller read none.
+UNREAD: Any = object()
 
 
 def store_version(store: BaseStore, namespace: tuple[str, ...] = ()) -> Hashable | None:
@@ -45,25 +54,79 @@ def store_version(store: BaseStore, namespace: tuple[str, ...] = ()) -> Hashable
     return _postgres_version(store, namespace)
 
 
-def _postgres_version(store: BaseStore, namespace: tuple[str, ...]) -> Hashable | None:
-    """``store_version`` of a ``PostgresStore`` on a pool (None for anything else, or a namespace with TTLs)."""
+def _pooled(store: BaseStore) -> Any:
+    """The connection pool of a ``PostgresStore`` opened on one (``open_postgres``'s), else None."""
     try:
         from langgraph.store.postgres import PostgresStore
         from psycopg_pool import ConnectionPool
     except ImportError:  # the postgres extra is not installed: no such store either
         return None
-    if not (isinstance(store, PostgresStore) and isinstance(store.conn, ConnectionPool)) or not namespace:
-        return None
+    return store.conn if isinstance(store, PostgresStore) and isinstance(store.conn, ConnectionPool) else None
+
+
+def _version_args(namespace: tuple[str, ...]) -> tuple[str, str]:
     path = ".".join(namespace)
-    with store.conn.connection() as conn:
-        row: Any = conn.execute(_PG_VERSION, (path, path + ".%")).fetchone()
-    n, h, ttl = (row["n"], row["h"], row["ttl"]) if isinstance(row, dict) else tuple(row)
-    return None if ttl else (int(n), str(h))
+    return path, path + ".%"
 
 
-def cached_read(store: BaseStore, namespace: tuple[str, ...], read: Callable[[], T]) -> T:
-    """``read()``, or its earlier result for this namespace if the store has not changed since."""
-    version = store_version(store, namespace)
+def _postgres_version(store: BaseStore, namespace: tuple[str, ...]) -> Hashable | None:
+    """``store_version`` of a ``PostgresStore`` on a pool (None for anything else, or a namespace with TTLs)."""
+    pool = _pooled(store)
+    if pool is None or not namespace:
+        return None
+    with pool.connection() as conn:
+        row: Any = conn.execute(f"SELECT {_PG_VERSION} AS v", _version_args(namespace)).fetchone()
+    return _value(row)
+
+
+def _value(row: Any, key: str = "v") -> Any:
+    return row[key] if isinstance(row, dict) else row[0]
+
+
+def same_database(store: BaseStore, url: str) -> bool:
+    """Whether ``store`` is a ``PostgresStore`` on a pool connected to the database at ``url`` (host, port,
+    database and user alike)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    pool = _pooled(store)
+    if pool is None or not url:
+        return False
+
+    def where(conninfo: str) -> tuple[Any, ...]:
+        d = conninfo_to_dict(conninfo)
+        return (d.get("host") or "localhost", str(d.get("port") or 5432), d.get("dbname"), d.get("user"))
+
+    try:
+        return where(pool.conninfo) == where(url)
+    except Exception:  # a conninfo psycopg cannot parse: not known to be the same
+        return False
+
+
+def versions_with(store: BaseStore, namespaces: list[tuple[str, ...]], scalar: tuple[str, tuple[Any, ...]]
+                  ) -> tuple[list[Hashable | None], Any]:
+    """The versions of ``namespaces`` (as ``store_version``) and the value of ``scalar`` (an SQL
+    expression and its parameters, of the store's database: ``same_database``), in one statement."""
+    pool = _pooled(store)
+    assert pool is not None, "versions_with needs a PostgresStore on a pool"
+    columns = [f"{_PG_VERSION} AS v{n}" for n in range(len(namespaces))] + [f"({scalar[0]}) AS extra"]
+    args = [a for ns in namespaces for a in _version_args(ns)] + list(scalar[1])
+    try:
+        with pool.connection() as conn:
+            row: Any = conn.execute("SELECT " + ", ".join(columns), args).fetchone()
+    except Exception as e:
+        if is_postgres_down(e):
+            raise postgres_unavailable(pool.conninfo, e) from e
+        raise
+    values = list(row.values()) if isinstance(row, dict) else list(row)
+    return values[:-1], values[-1]
+
+
+def cached_read(store: BaseStore, namespace: tuple[str, ...], read: Callable[[], T], *,
+                version: Hashable | None = UNREAD) -> T:
+    """``read()``, or its earlier result for this namespace if the store has not changed since.
+    ``version``: the namespace's ``store_version``, if the caller has just read it (``versions_with``)."""
+    if version is UNREAD:
+        version = store_version(store, namespace)
     if version is None:
         return read()
     with _lock:

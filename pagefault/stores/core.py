@@ -12,7 +12,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Hashable
 
 from langgraph.store.base import BaseStore
 
@@ -20,7 +20,7 @@ from pagefault.engines.locks import edit_lock
 from pagefault.safety.guard import scan
 from pagefault.safety.redaction import redact
 from pagefault.stores import typed_core
-from pagefault.stores.cached_reads import cached_read
+from pagefault.stores.cached_reads import UNREAD, cached_read
 from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
 from pagefault.text.unicode import encodable
@@ -137,11 +137,12 @@ class CoreMemory:
             "human": CoreBlock("human", "", block_limit, "What you know about the user."),
         }
 
-    def blocks(self) -> list[CoreBlock]:
-        """All blocks: persona, human, then custom blocks by label."""
+    def blocks(self, *, version: Hashable | None = UNREAD) -> list[CoreBlock]:
+        """All blocks: persona, human, then custom blocks by label. ``version``: the store's version of
+        their namespace, if just read (``cached_reads.versions_with``)."""
         found = dict(cached_read(self.store, self.namespace, lambda: {
             item.key: CoreBlock.from_store(item.key, item.value, self.namespace)
-            for item in self.store.search(self.namespace, limit=1000)}))
+            for item in self.store.search(self.namespace, limit=1000)}, version=version))
         for label, block in self._defaults.items():
             found.setdefault(label, block)
         order = ["persona", "human"] + sorted(k for k in found if k not in self._defaults)

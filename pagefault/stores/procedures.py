@@ -13,14 +13,14 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Hashable
 
 from langgraph.store.base import BaseStore
 
 from pagefault.engines.locks import edit_lock
 from pagefault.safety.guard import scan
 from pagefault.safety.redaction import redact
-from pagefault.stores.cached_reads import cached_read
+from pagefault.stores.cached_reads import UNREAD, cached_read
 from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
 from pagefault.text.unicode import encodable
@@ -91,11 +91,12 @@ class ProceduralMemory:
         self.namespace = scope.namespace("procedures")
         self.redact_secrets = redact_secrets
 
-    def list(self) -> list[Procedure]:
-        """Every procedure, oldest first (the order they are shown in the prompt)."""
+    def list(self, *, version: Hashable | None = UNREAD) -> list[Procedure]:
+        """Every procedure, oldest first (the order they are shown in the prompt). ``version``: the store's
+        version of their namespace, if just read (``cached_reads.versions_with``)."""
         return list(cached_read(self.store, self.namespace, lambda: sorted(
             (Procedure.from_store(i.key, i.value) for i in self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)),
-            key=lambda p: (p.created_at, p.id))))
+            key=lambda p: (p.created_at, p.id)), version=version))
 
     def get(self, id_: str) -> Procedure:
         item = self.store.get(self.namespace, id_) if isinstance(id_, str) and id_ else None

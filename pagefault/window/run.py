@@ -27,6 +27,7 @@ from pagefault.engines.connections import Engines
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.models.tokens import TokenCounter
+from pagefault.stores.cached_reads import same_database, versions_with
 from pagefault.stores.core import CoreBlock, CoreMemory
 from pagefault.stores.procedures import ProceduralMemory, Procedure
 from pagefault.stores.recall import RecallIndex
@@ -246,6 +247,8 @@ class MemoryRun:
         """The stores' part of a main context, read now: ``parts`` of it, the rest as ``known`` has it."""
         if known is None or not parts <= PROMPT_PARTS:
             parts = PROMPT_PARTS
+        if parts == PROMPT_PARTS and (together := self._read_together()) is not None:
+            return together
         # Each read is a round trip on Postgres: asked at once (on SQLite each takes microseconds).
         blocks = _PROMPT_READS.submit(self.core.blocks) if "blocks" in parts else None
         procedures = _PROMPT_READS.submit(self.procedures.list) if "procedures" in parts else None
@@ -255,6 +258,17 @@ class MemoryRun:
             return PromptReads(blocks.result(), procedures.result(), records)
         return PromptReads(known.blocks if blocks is None else blocks.result(),
                            known.procedures if procedures is None else procedures.result(), records)
+
+    def _read_together(self) -> PromptReads | None:
+        """Every part read in one statement where the store and the archival count share a Postgres
+        database (the replicated setup): the namespaces' versions and the count, then only the namespaces
+        that changed (``cached_reads.versions_with``). None elsewhere."""
+        count = self.services.archival.count_query(self.scope)
+        if count is None or not same_database(self.store, count[0]):
+            return None
+        (blocks, procedures), records = versions_with(self.store, [self.core.namespace, self.procedures.namespace],
+                                                      count[1:])
+        return PromptReads(self.core.blocks(version=blocks), self.procedures.list(version=procedures), int(records))
 
     def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
                app_prompt: str = "") -> tuple[MainContext, bool]:

@@ -110,3 +110,42 @@ def test_a_write_that_failed_is_read_again(tmp_path, checked, monkeypatch):
     after_memory = [parts for parts in checked["parts"] if parts != "all"]
     assert after_memory and all("blocks" in parts for parts in after_memory), checked["parts"]
     assert all(_said(used) == _said(fresh) for used, fresh in checked["pairs"])
+
+
+def test_a_turns_start_reads_the_prompts_parts_in_one_statement_on_the_replicated_setup(tmp_path, monkeypatch):
+    import psycopg
+
+    from pagefault.stores.cached_reads import same_database
+
+    data_dir = str(tmp_path / "pf")
+    with fresh_database("pf_together") as url, chroma_server(tmp_path / "chroma") as chroma:
+        p = open_postgres(url, data_dir=data_dir)
+        try:
+            ctx = Context(user_id="ana", data_dir=data_dir, chroma_url=chroma.url, database_url=url)
+            graph = p.graph()
+            for text in SCRIPT[:3]:
+                graph.invoke({"messages": [HumanMessage(text)]}, {"configurable": {"thread_id": "t"}}, context=ctx)
+            run = graph.setup.open_run(ctx, p.store, {"configurable": {"thread_id": "t"}})
+            together = run._read_together()
+            assert together is not None, "the store and the count share the database"
+            monkeypatch.setattr(MemoryRun, "_read_together", lambda self: None)
+            apart = run.prompt_reads()
+            assert _said(together) == _said(apart) and together.procedures == apart.procedures
+            assert together.records == 3 and any("nurse" in b.value for b in together.blocks)
+            # Its namespaces unchanged, a turn's start asks the database once.
+            monkeypatch.undo()
+            statements: list[str] = []
+            real = psycopg.Connection.execute
+            monkeypatch.setattr(psycopg.Connection, "execute",
+                                lambda self, query, *a, **k: statements.append(str(query)) or real(self, query, *a, **k))
+            assert _said(run.prompt_reads()) == _said(apart)
+            assert len(statements) == 1, statements
+            monkeypatch.undo()
+            # Another spelling of the same database is the same database; another database is not.
+            d = psycopg.conninfo.conninfo_to_dict(url)
+            assert same_database(p.store, f"host={d['host']} port={d.get('port', 5432)} dbname={d['dbname']} "
+                                          f"user={d['user']}")
+            assert not same_database(p.store, url.rsplit("/", 1)[0] + "/another")
+        finally:
+            MemoryServices.forget(data_dir)
+            p.close()

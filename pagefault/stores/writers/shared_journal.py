@@ -127,12 +127,16 @@ class SharedJournal(WriteBehind):
     def count(self, scope: Scope) -> int:
         """Records of ``scope``: those in the BM25 shadow and those journalled that it lacks, read at one
         moment (a writer storing one between two reads would have it counted never, or twice)."""
-        t, d = SHARED_JOURNAL_TABLE, self._shadow
+        sql, args = self.count_query(scope)
         with postgres_connection(self.url) as conn:
-            row = conn.execute(f"SELECT (SELECT count(*) FROM {d} WHERE scope = %s) + (SELECT count(DISTINCT j.rid)"
-                               f" FROM {t} j WHERE j.scope = %s AND NOT EXISTS (SELECT 1 FROM {d} s WHERE s.id = j.rid))"
-                               " AS n", (scope.key, scope.key)).fetchone()
+            row = conn.execute(f"SELECT {sql} AS n", args).fetchone()
         return int(_value(row))
+
+    def count_query(self, scope: Scope) -> tuple[str, tuple[str, ...]]:
+        """``count``'s SQL expression (of this journal's database, ``url``) and its parameters."""
+        t, d = SHARED_JOURNAL_TABLE, self._shadow
+        return (f"(SELECT count(*) FROM {d} WHERE scope = %s) + (SELECT count(DISTINCT j.rid) FROM {t} j"
+                f" WHERE j.scope = %s AND NOT EXISTS (SELECT 1 FROM {d} s WHERE s.id = j.rid))", (scope.key, scope.key))
 
     def flush(self, timeout: float | None = 120.0) -> None:
         """Wait until every insert journalled (by any replica) before this call is written; raise the
