@@ -205,11 +205,12 @@ class MemoryRun:
         from this thread's last main context if it is fresh (no other write of this run came between:
         another process's is seen at the next turn, as a handed-on read's is)."""
         key = self._key()
+        derived = _take_derived(key)  # only ever for the edge right after the memory step that noted it
         reads = None if hand_on else _take_handed(key)
         if reads is None:
             last = _last_fresh(key) if reread is not None else None
             if last is not None and reread is not None:
-                reread = reread - _take_derived(key)
+                reread = reread - derived
             reads = self.prompt_reads() if reread is None or last is None else self.prompt_reads(reread, last)
         with _handed_lock:
             _last[key] = (reads, time.monotonic())
@@ -229,6 +230,7 @@ class MemoryRun:
         again (``main_context(reread=...)``). A call that failed, or ran in an earlier run of the step (a
         resume), left none: its part is read again."""
         key = self._key()
+        _take_derived(key)  # an earlier step's note, never taken, must not stand for this step's writes
         last = _last_fresh(key)
         if last is None:
             return

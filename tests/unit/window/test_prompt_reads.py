@@ -124,3 +124,23 @@ def test_the_parts_a_memory_call_may_change():
     assert run_module.written_by([{"name": "core_memory_replace"}, {"name": "procedure_update"}]) == \
         {"blocks", "procedures"}
     assert run_module.written_by([{"name": "archival_memory_insert"}, {"name": "weather"}]) is None
+
+
+def test_a_note_that_cannot_be_applied_leaves_no_earlier_note_standing(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_module, "HANDOFF_SECONDS", 30.0)
+    data_dir = str(tmp_path / "pf")
+    ctx = Context(user_id="ana", data_dir=data_dir)
+    with open_embedded(data_dir) as p:
+        graph = p.graph()
+        run = graph.setup.open_run(ctx, p.store, {"configurable": {"thread_id": "t"}})
+        key = run._key()
+        with run_module._handed_lock:
+            run_module._last[key] = (run.prompt_reads(), run_module.time.monotonic())
+        human = run.core.append("human", "Ana keeps bees.")
+        run.note_writes([{"name": "core_memory_append"}], [("blocks", human)])
+        assert run_module._derived[key][0] == {"blocks"}
+        assert any("bees" in b.value for b in run_module._last[key][0].blocks)
+        # The next step's core edit wrote a block the last reads do not hold: nothing may be taken as known.
+        other = run.core.set_block("garden", "Tomatoes.")
+        run.note_writes([{"name": "core_memory_append"}], [("blocks", other)])
+        assert key not in run_module._derived
