@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from pagefault import Context, open_embedded
+from pagefault.graph.state import PagefaultState
 from pagefault.stores import CoreMemory, Scope
 from pagefault.window import run as run_module
 from pagefault.window.run import MemoryRun
@@ -134,8 +135,7 @@ def test_a_note_that_cannot_be_applied_leaves_no_earlier_note_standing(tmp_path,
         graph = p.graph()
         run = graph.setup.open_run(ctx, p.store, {"configurable": {"thread_id": "t"}})
         key = run._key()
-        with run_module._handed_lock:
-            run_module._last[key] = (run.prompt_reads(), run_module.time.monotonic())
+        run.main_context(PagefaultState(), [])  # the thread's last reads, as a step before the memory step
         human = run.core.append("human", "Ana keeps bees.")
         run.note_writes([{"name": "core_memory_append"}], [("blocks", human)])
         assert run_module._derived[key][0] == {"blocks"}
