@@ -6,6 +6,7 @@ Chroma server, archival inserts journalled in the database)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -132,12 +133,21 @@ def test_a_turns_start_reads_the_prompts_parts_in_one_statement_on_the_replicate
             apart = run.prompt_reads()
             assert _said(together) == _said(apart) and together.procedures == apart.procedures
             assert together.records == 3 and any("nurse" in b.value for b in together.blocks)
-            # Its namespaces unchanged, a turn's start asks the database once.
+            # Its namespaces unchanged, a turn's start asks the database once (counted on this thread and the
+            # prompt's read threads: the write-behind threads have their own statements).
             monkeypatch.undo()
+            svc = MemoryServices.open(data_dir, chroma_url=chroma.url, database_url=url)
+            svc.recall.writer.flush()
+            svc.archival.journal.flush()
             statements: list[str] = []
-            real = psycopg.Connection.execute
-            monkeypatch.setattr(psycopg.Connection, "execute",
-                                lambda self, query, *a, **k: statements.append(str(query)) or real(self, query, *a, **k))
+            here, real = threading.get_ident(), psycopg.Connection.execute
+
+            def counted(self: Any, query: Any, *a: Any, **k: Any) -> Any:
+                if threading.get_ident() == here or threading.current_thread().name.startswith("pagefault-prompt-reads"):
+                    statements.append(str(query))
+                return real(self, query, *a, **k)
+
+            monkeypatch.setattr(psycopg.Connection, "execute", counted)
             assert _said(run.prompt_reads()) == _said(apart)
             assert len(statements) == 1, statements
             monkeypatch.undo()
