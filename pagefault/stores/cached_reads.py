@@ -19,6 +19,7 @@ in one statement, and ``cached_read(version=...)`` takes a version read that way
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from typing import Any, Callable, Hashable, TypeVar
@@ -79,27 +80,29 @@ def _postgres_version(store: BaseStore, namespace: tuple[str, ...]) -> Hashable 
     return _value(row)
 
 
-def _value(row: Any, key: str = "v") -> Any:
-    return row[key] if isinstance(row, dict) else row[0]
+def _value(row: Any) -> Any:
+    return row["v"] if isinstance(row, dict) else row[0]
 
 
 def same_database(store: BaseStore, url: str) -> bool:
     """Whether ``store`` is a ``PostgresStore`` on a pool connected to the database at ``url`` (host, port,
     database and user alike)."""
-    from psycopg.conninfo import conninfo_to_dict
-
     pool = _pooled(store)
     if pool is None or not url:
         return False
-
-    def where(conninfo: str) -> tuple[Any, ...]:
-        d = conninfo_to_dict(conninfo)
-        return (d.get("host") or "localhost", str(d.get("port") or 5432), d.get("dbname"), d.get("user"))
-
     try:
-        return where(pool.conninfo) == where(url)
+        return _where(pool.conninfo) == _where(url)
     except Exception:  # a conninfo psycopg cannot parse: not known to be the same
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def _where(conninfo: str) -> tuple[Any, ...]:
+    """(host, port, database, user) of a conninfo or URL (asked at every turn's start: parsed once)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    d = conninfo_to_dict(conninfo)
+    return (d.get("host") or "localhost", str(d.get("port") or 5432), d.get("dbname"), d.get("user"))
 
 
 def versions_with(store: BaseStore, namespaces: list[tuple[str, ...]], scalar: tuple[str, tuple[Any, ...]]

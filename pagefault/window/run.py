@@ -234,10 +234,9 @@ class MemoryRun:
         last = _last_fresh(key)
         if last is None:
             return
-        writers = {part: sum(part in MEMORY_TOOLS[str(c.get("name"))].writes for c in calls
-                             if str(c.get("name")) in MEMORY_TOOLS) for part in PROMPT_PARTS}
-        done = frozenset(p for p in ("blocks", "records")
-                         if writers[p] and writers[p] == sum(part == p for part, _ in effects))
+        tools = [MEMORY_TOOLS[str(c.get("name"))] for c in calls if str(c.get("name")) in MEMORY_TOOLS]
+        done = frozenset(p for p in ("blocks", "records")  # the parts a write's effect says (not procedures)
+                         if 0 < sum(p in t.writes for t in tools) == sum(part == p for part, _ in effects))
         reads = _with_effects(last, done, effects) if done else None
         if reads is None:
             return

@@ -67,11 +67,8 @@ def _tuple_said(tup: Any) -> Any:
             sorted(ck["channel_values"]), [(t, ch, repr(v)) for t, ch, v in tup.pending_writes or ()])
 
 
-def _tuple_compared(kept: bool, tup: Any, found: Any) -> Any:
-    """The database's ``found`` read of a latest checkpoint, after checking the one a run's start kept
-    (``JustRead``) against it; ``found`` if none was kept."""
-    if not kept:
-        return found
+def _tuple_compared(tup: Any, found: Any) -> Any:
+    """The tuple a run's start kept (``JustRead``), after checking it against the database's ``found``."""
     _Checks.tuples += 1
     if _tuple_said(tup) != _tuple_said(found):
         _Checks.disagreed.append(f"latest checkpoint kept {None if tup is None else tup.checkpoint['id']}, "
@@ -91,7 +88,7 @@ class _Checks(_Remembering):
         kept, tup = self.delta_memo.just_read.take(config)
         if not kept:
             return super().get_tuple(config)
-        return _tuple_compared(kept, tup, super(_Remembering, self).get_tuple(config))
+        return _tuple_compared(tup, super(_Remembering, self).get_tuple(config))
 
     def get_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
@@ -114,7 +111,7 @@ class _AsyncChecks(_RememberingAsync):
         kept, tup = self.delta_memo.just_read.take(config)
         if not kept:
             return await super().aget_tuple(config)
-        return _tuple_compared(kept, tup, await super(_RememberingAsync, self).aget_tuple(config))
+        return _tuple_compared(tup, await super(_RememberingAsync, self).aget_tuple(config))
 
     async def aget_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
