@@ -43,7 +43,7 @@ from langgraph.types import Command, StateSnapshot
 
 from pagefault.engines.thread_lock import compiled_fields
 from pagefault.graph.context import Context
-from pagefault.graph.delta_memo import aread_latest, keeps_reads, last_saved, read_latest
+from pagefault.graph.delta_memo import last_saved
 from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
@@ -112,16 +112,13 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         return config, by if new_input and top_level and saved else None
 
     def _latest(self, config: RunnableConfig) -> str | None:
-        """The id of the thread's latest checkpoint (one read; the state itself is not rebuilt). A saver
-        of ``graph.delta_memo`` reads the whole checkpoint and answers the run's own read of it with that."""
+        """The id of the thread's latest checkpoint (one read; the state itself is not rebuilt)."""
         assert isinstance(self.checkpointer, BaseCheckpointSaver)
-        if keeps_reads(self.checkpointer):
-            return _id(read_latest(self.checkpointer, _root(config)))
         return latest_checkpoint_id(self.checkpointer, _root(config))
 
     async def _alatest(self, config: RunnableConfig) -> str | None:
         assert isinstance(self.checkpointer, BaseCheckpointSaver)
-        return _id(await aread_latest(self.checkpointer, _root(config)))
+        return _id(await self.checkpointer.aget_tuple(_root(config)))
 
     def _saved_last(self, config: RunnableConfig) -> str | None:
         """The checkpoint the run just ended at, as its saver remembers it (None: read it instead)."""

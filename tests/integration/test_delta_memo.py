@@ -59,36 +59,11 @@ def _compared(memo: DeltaMemo, config: Any, channels: Sequence[str], known: Any,
     return found
 
 
-def _tuple_said(tup: Any) -> Any:
-    if tup is None:
-        return None
-    ck = tup.checkpoint
-    return (tup.config, tup.parent_config, tup.metadata, ck["id"], ck["channel_versions"], ck["versions_seen"],
-            sorted(ck["channel_values"]), [(t, ch, repr(v)) for t, ch, v in tup.pending_writes or ()])
-
-
-def _tuple_compared(tup: Any, found: Any) -> Any:
-    """The tuple a run's start kept (``JustRead``), after checking it against the database's ``found``."""
-    _Checks.tuples += 1
-    if _tuple_said(tup) != _tuple_said(found):
-        _Checks.disagreed.append(f"latest checkpoint kept {None if tup is None else tup.checkpoint['id']}, "
-                                 f"read {None if found is None else found.checkpoint['id']}")
-    return tup
-
-
 class _Checks(_Remembering):
-    """Reads every delta history, and every latest checkpoint a run's start kept for the run, from the
-    database too; where the memo answers, the two must agree."""
+    """Reads every delta history from the database too; where the memo answers, the two must agree."""
 
     compared = 0
-    tuples = 0
     disagreed: list[str] = []
-
-    def get_tuple(self, config):
-        kept, tup = self.delta_memo.just_read.take(config)
-        if not kept:
-            return super().get_tuple(config)
-        return _tuple_compared(tup, super(_Remembering, self).get_tuple(config))
 
     def get_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
@@ -106,12 +81,6 @@ class CheckedPostgres(_Checks, RememberingPostgresSaver):
 
 class _AsyncChecks(_RememberingAsync):
     """``_Checks`` for the async savers (a LangGraph server's)."""
-
-    async def aget_tuple(self, config):
-        kept, tup = self.delta_memo.just_read.take(config)
-        if not kept:
-            return await super().aget_tuple(config)
-        return _tuple_compared(tup, await super(_RememberingAsync, self).aget_tuple(config))
 
     async def aget_delta_channel_history(self, *, config, channels: Sequence[str]):
         known = self.delta_memo.answer(config, channels)
@@ -158,7 +127,7 @@ def _user_turns(values: dict[str, Any]) -> int:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_delta_read_from_memory_matches_the_database(backend, tmp_path):
-    _Checks.compared, _Checks.tuples, _Checks.disagreed = 0, 0, []
+    _Checks.compared, _Checks.disagreed = 0, []
     data = str(tmp_path / "d")
     ctx = Context(user_id="ana", data_dir=data, context_window=2600, warning_fraction=0.7)
     with _database(backend) as url, _opened(backend, data, url) as p:
@@ -210,7 +179,6 @@ def test_every_delta_read_from_memory_matches_the_database(backend, tmp_path):
 
         assert _Checks.disagreed == []
         assert _Checks.compared > long_run + 4
-        assert _Checks.tuples >= len(TEXTS) + 8, "each turn's run took the latest checkpoint its start read"
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
@@ -243,36 +211,6 @@ def test_a_turn_on_a_thread_this_process_ran_reads_no_delta_history(backend, tmp
             assert again["system_prompt"] == values["system_prompt"] and again["tokens"] == values["tokens"]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_a_turn_reads_its_threads_latest_checkpoint_once(backend, tmp_path, monkeypatch):
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from pagefault.window import cut_short
-
-    data = str(tmp_path / "d")
-    ctx = Context(user_id="ana", data_dir=data)
-    base = PostgresSaver if backend == "postgres" else SqliteSaver
-    reads: list[str] = []
-    read_tuple, read_id = base.get_tuple, cut_short.latest_checkpoint_id
-    monkeypatch.setattr(base, "get_tuple", lambda self, config: reads.append("tuple") or read_tuple(self, config))
-    monkeypatch.setattr(cut_short, "latest_checkpoint_id", lambda saver, config: reads.append("id") or read_id(saver, config))
-    with _database(backend) as url, _opened(backend, data, url, checked=False) as p:
-        graph = p.graph()
-        _say(graph, ctx, "t1", "Hello.")
-        del reads[:]
-        _say(graph, ctx, "t1", "Thanks.")
-        assert reads == ["tuple"], "the check for a cut-short run and the run itself share one read"
-        # A kept read is given once, and never after the thread was written.
-        root = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
-        kept = p.checkpointer.get_tuple(root)
-        p.checkpointer.delta_memo.just_read.keep(root, kept)
-        p.checkpointer.put_writes(kept.config, [("messages", [HumanMessage("Late.", id="late")])], "a-task", "~t")
-        del reads[:]
-        again = p.checkpointer.get_tuple(root)
-        assert reads == ["tuple"] and any(w[2][0].id == "late" for w in again.pending_writes if w[1] == "messages")
-
-
 def test_the_memo_keeps_only_the_threads_run_most_recently():
     memo = DeltaMemo(channels=["messages"], threads=2)
     for i, thread in enumerate(["a", "b", "c"]):
@@ -301,7 +239,7 @@ def test_writes_against_a_checkpoint_it_does_not_follow_forget_the_thread():
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 async def test_the_async_savers_remember_the_same_as_the_database(backend, tmp_path):
-    _Checks.compared, _Checks.tuples, _Checks.disagreed = 0, 0, []
+    _Checks.compared, _Checks.disagreed = 0, []
     data = str(tmp_path / "d")
     ctx = Context(user_id="ana", data_dir=data, context_window=2600, warning_fraction=0.7)
     with _database(backend) as url:
@@ -314,5 +252,5 @@ async def test_the_async_savers_remember_the_same_as_the_database(backend, tmp_p
                 await graph.ainvoke({"messages": [HumanMessage(text)]}, config, context=ctx)
             state = await graph.aget_state(config)
             assert state.values["compactions"] >= 1
-            assert _Checks.disagreed == [] and _Checks.compared >= 14 and _Checks.tuples >= 16
+            assert _Checks.disagreed == [] and _Checks.compared >= 14
             assert p.checkpointer.delta_memo.answered >= 14
