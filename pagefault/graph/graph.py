@@ -37,7 +37,6 @@ from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
 from pagefault.window.cut_short import ResumingGraph
 from pagefault.window.fixed_part import check_window
-from pagefault.window.run import written_by
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import claim_thread
 
@@ -68,23 +67,18 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
 def _wired(setup: AgentSetup) -> PagefaultBuilder:
     """The graph's nodes and edges, for ``setup``."""
 
-    def route(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context],
-              reread: frozenset[str] | None) -> Literal["compact", "reason"]:
+    def route(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        main = run.main_context(state, setup.tool_schemas, hand_on=True, reread=reread)
+        main = run.main_context(state, setup.tool_schemas)
         return "compact" if run.over_budget(main) else "reason"
-
-    def over_budget(state: PagefaultState, config: RunnableConfig,
-                    runtime: Runtime[Context]) -> Literal["compact", "reason"]:
-        return route(state, config, runtime, None)  # after a user tool: anything may have changed
 
     def start(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
         # A run's first step: a window too small for this agent's fixed part is refused here, before any
         # model call, while the input is still in __start__ (a refused input never enters the thread).
         run = setup.open_run(setup.context(runtime), runtime.store, config)
         claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        main = run.main_context(state, setup.tool_schemas, hand_on=True)
+        main = run.main_context(state, setup.tool_schemas)
         check_window(main, run.ctx)
         return "compact" if run.over_budget(main) else "reason"
 
@@ -102,8 +96,7 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
         done = answered_ids(state)
         if any(tc["name"] in setup.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
             return "dispatch"
-        # Only what this step's memory calls may have changed is read again (``MemoryRun.main_context``).
-        return route(state, config, runtime, written_by(last_ai.tool_calls))
+        return route(state, config, runtime)
 
     context_schema = setup.served.context_schema() if setup.served is not None else Context
     builder: PagefaultBuilder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
@@ -114,7 +107,7 @@ def _wired(setup: AgentSetup) -> PagefaultBuilder:
     builder.add_conditional_edges(START, start)
     builder.add_conditional_edges("reason", after_reason)
     builder.add_conditional_edges("memory", after_memory)
-    builder.add_conditional_edges("dispatch", over_budget)
+    builder.add_conditional_edges("dispatch", route)
     builder.add_edge("compact", "reason")
     return builder
 

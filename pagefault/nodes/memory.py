@@ -66,7 +66,6 @@ def make_memory(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
                 msg = ToolMessage(f"Error: {e}", tool_call_id=request.tool_call_id, name=request.tool, status="error")
             emit_page_fault(request.tool, msg.status, (msg.artifact or {}).get("citations", []))
             out.append(msg)
-        run.note_writes(ai.tool_calls, reviewed.call.effects)
         for bad in ai.invalid_tool_calls:  # the provider's JSON did not parse
             out.append(ToolMessage(f"Error: malformed call to {bad.get('name')}: {bad.get('error') or 'bad arguments'}",
                                    tool_call_id=bad.get("id") or "invalid", name=bad.get("name") or "", status="error"))

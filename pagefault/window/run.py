@@ -3,20 +3,16 @@ tiers and the token counter (``MemoryRun``), opened the same way by the graph's 
 middleware, the memory tools and the CLI. It holds the one copy of three flows they share:
 
 - ``core_memory``: the ``CoreMemory`` of a run's scope, with its persona, block limit and redaction;
-- ``MemoryRun.main_context``: the main context as the model is sent it, measured by segment (the
-  graph's edges, which measure it to route, hand their reads of the stores on to the step they route
-  to: ``PromptReads``);
+- ``MemoryRun.main_context``: the main context as the model is sent it, measured by segment, from the
+  stores as they are now (``PromptReads``);
 - ``MemoryRun.memory_call``: everything a memory tool call may touch, fixed by the run.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -42,48 +38,16 @@ from pagefault.window.main_context import DEFAULT_PROMPTS, MainContext, build_ma
 
 #: Reads a main context's core memory and procedures beside its archival count (``MemoryRun.main_context``).
 _PROMPT_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-prompt-reads")
-#: How long reads an edge handed on wait for the step it routed to (``PromptReads``).
-HANDOFF_SECONDS = 1.0
-
-
 @dataclass(frozen=True)
 class PromptReads:
     """What a main context reads of the stores: the scope's core blocks, its procedures and how many
-    archival records it has (each a round trip on Postgres).
-
-    A graph edge measures the main context to route (past the budget: compact, else reason), and the
-    step it routes to builds the same main context a moment later, with no write of this run between
-    the two. So the edge hands its reads on (``MemoryRun.main_context(hand_on=True)``) and that step
-    takes them once, instead of asking the stores again; a write another process makes in between is
-    seen one step later, as if it had come a moment later. Reads not taken within ``HANDOFF_SECONDS``
-    (the run stopped there) are read again."""
+    archival records it has (each a round trip on Postgres, asked at once). Read afresh for every main
+    context: nothing is carried from one step to the next, so a write is seen by the next step that
+    measures or sends the prompt, whoever made it."""
 
     blocks: list[CoreBlock]
     procedures: list[Procedure]
     records: int
-
-
-#: The parts of ``PromptReads``, each one read of a store.
-PROMPT_PARTS = frozenset({"blocks", "procedures", "records"})
-
-_handed: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
-#: The reads each run's thread last built a main context from (``MemoryRun.main_context(reread=...)``).
-_last: dict[tuple[int, int, str, str], tuple[PromptReads, float]] = {}
-#: Parts of ``_last`` a memory step brought up to date with its own writes (``MemoryRun.note_writes``).
-_derived: dict[tuple[int, int, str, str], tuple[frozenset[str], float]] = {}
-_handed_lock = threading.Lock()
-
-
-def written_by(calls: Sequence[Mapping[str, Any]]) -> frozenset[str] | None:
-    """The ``PromptReads`` parts the memory tool ``calls`` (an AI message's tool calls) may have changed;
-    None if one of them is not a memory tool (anything may have changed)."""
-    parts: set[str] = set()
-    for call in calls:
-        tool = MEMORY_TOOLS.get(str(call.get("name")))
-        if tool is None:
-            return None
-        parts |= tool.writes
-    return frozenset(parts)
 
 
 def core_memory(store: BaseStore, ctx: Context) -> CoreMemory:
@@ -122,48 +86,6 @@ def users_before(recall: RecallIndex, scope: Scope, thread: str, evicted_count: 
     return recall.user_messages_before(scope, thread, evicted_count)
 
 
-def _take_handed(key: tuple[int, int, str, str]) -> PromptReads | None:
-    """The reads an edge handed on for ``key``, once, if still fresh; stale ones are dropped."""
-    now = time.monotonic()
-    with _handed_lock:
-        found = _handed.pop(key, None)
-        for held in (_handed, _last, _derived):
-            for k in [k for k, (_, at) in held.items() if now - at > HANDOFF_SECONDS]:
-                del held[k]
-    return found[0] if found is not None and now - found[1] <= HANDOFF_SECONDS else None
-
-
-def _last_fresh(key: tuple[int, int, str, str]) -> PromptReads | None:
-    """The reads ``key``'s last main context was built from, if fresh."""
-    with _handed_lock:
-        found = _last.get(key)
-    return found[0] if found is not None and time.monotonic() - found[1] <= HANDOFF_SECONDS else None
-
-
-def _take_derived(key: tuple[int, int, str, str]) -> frozenset[str]:
-    """The parts of ``key``'s last reads its memory step brought up to date (``note_writes``), once."""
-    with _handed_lock:
-        found = _derived.pop(key, None)
-    return found[0] if found is not None and time.monotonic() - found[1] <= HANDOFF_SECONDS else frozenset()
-
-
-def _with_effects(known: PromptReads, parts: frozenset[str], effects: Sequence[tuple[str, Any]]) -> PromptReads | None:
-    """``known`` with the ``effects`` of a step's writes (``MemoryCall.effects``) on ``parts`` applied: a saved
-    core block replaces the one of its label (as the store reads it back), records add to the count. None if
-    one cannot be applied (a block ``known`` does not hold)."""
-    blocks, records = list(known.blocks), known.records
-    for part, effect in effects:
-        if part == "blocks" and "blocks" in parts:
-            saved = CoreBlock.from_store(effect.label, json.loads(json.dumps(effect.to_store())))
-            at = next((n for n, b in enumerate(blocks) if b.label == saved.label), None)
-            if at is None:
-                return None
-            blocks[at] = saved
-        elif part == "records" and "records" in parts:
-            records += int(effect)
-    return PromptReads(blocks, known.procedures, records)
-
-
 @dataclass
 class MemoryRun:
     """Everything one step of a run reads and writes, fixed by the run (never by the model)."""
@@ -196,69 +118,22 @@ class MemoryRun:
                    ProceduralMemory(store, scope), services(ctx, store), counter)
 
     def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
-                     app_prompt: str = "", hand_on: bool = False, reread: frozenset[str] | None = None) -> MainContext:
+                     app_prompt: str = "") -> MainContext:
         """The main context as the model is sent it: instructions, core memory, learned procedures,
-        the summary, the window's messages and the tool schemas, each measured in tokens. ``hand_on``
-        (a graph edge measuring to route): leave the stores' reads for the next step of this run's thread
-        to take (``PromptReads``); otherwise reads an edge handed on are taken, once. ``reread`` (the edge
-        after a memory step, ``written_by`` its calls): read only those parts again, and take the others
-        from this thread's last main context if it is fresh (no other write of this run came between:
-        another process's is seen at the next turn, as a handed-on read's is)."""
-        key = self._key()
-        derived = _take_derived(key)  # only ever for the edge right after the memory step that noted it
-        reads = None if hand_on else _take_handed(key)
-        if reads is None:
-            last = _last_fresh(key) if reread is not None else None
-            if last is not None and reread is not None:
-                reread = reread - derived
-            reads = self.prompt_reads() if reread is None or last is None else self.prompt_reads(reread, last)
-        with _handed_lock:
-            _last[key] = (reads, time.monotonic())
-            if hand_on:
-                _handed[key] = (reads, time.monotonic())
+        the summary, the window's messages and the tool schemas, each measured in tokens."""
+        reads = self.prompt_reads()
         return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas, warn=warn,
                                   procedures=reads.procedures, app_prompt=app_prompt, prompts=self.prompts)
 
-    def _key(self) -> tuple[int, int, str, str]:
-        """Whose reads ``_handed``, ``_last`` and ``_derived`` hold: this run's stores, scope and thread."""
-        return (id(self.store), id(self.services), self.scope.key, self.thread_id)
-
-    def note_writes(self, calls: Sequence[Mapping[str, Any]], effects: Sequence[tuple[str, Any]]) -> None:
-        """A memory step ran ``calls`` (its AI message's tool calls) and its writes had ``effects``
-        (``MemoryCall.effects``): the parts of this thread's last reads that every writing call left an
-        effect on are brought up to date from them, and the edge after the step reads only the others
-        again (``main_context(reread=...)``). A call that failed, or ran in an earlier run of the step (a
-        resume), left none: its part is read again."""
-        key = self._key()
-        _take_derived(key)  # an earlier step's note, never taken, must not stand for this step's writes
-        last = _last_fresh(key)
-        if last is None:
-            return
-        tools = [MEMORY_TOOLS[str(c.get("name"))] for c in calls if str(c.get("name")) in MEMORY_TOOLS]
-        done = frozenset(p for p in ("blocks", "records")  # the parts a write's effect says (not procedures)
-                         if 0 < sum(p in t.writes for t in tools) == sum(part == p for part, _ in effects))
-        reads = _with_effects(last, done, effects) if done else None
-        if reads is None:
-            return
-        with _handed_lock:
-            _last[key] = (reads, time.monotonic())
-            _derived[key] = (done, time.monotonic())
-
-    def prompt_reads(self, parts: frozenset[str] = PROMPT_PARTS, known: PromptReads | None = None) -> PromptReads:
-        """The stores' part of a main context, read now: ``parts`` of it, the rest as ``known`` has it."""
-        if known is None or not parts <= PROMPT_PARTS:
-            parts = PROMPT_PARTS
-        if parts == PROMPT_PARTS and (together := self._read_together()) is not None:
+    def prompt_reads(self) -> PromptReads:
+        """The stores' part of a main context, read now."""
+        if (together := self._read_together()) is not None:
             return together
         # Each read is a round trip on Postgres: asked at once (on SQLite each takes microseconds).
-        blocks = _PROMPT_READS.submit(self.core.blocks) if "blocks" in parts else None
-        procedures = _PROMPT_READS.submit(self.procedures.list) if "procedures" in parts else None
-        records = self.services.archival.count(self.scope) if "records" in parts or known is None else known.records
-        if known is None:
-            assert blocks is not None and procedures is not None
-            return PromptReads(blocks.result(), procedures.result(), records)
-        return PromptReads(known.blocks if blocks is None else blocks.result(),
-                           known.procedures if procedures is None else procedures.result(), records)
+        blocks = _PROMPT_READS.submit(self.core.blocks)
+        procedures = _PROMPT_READS.submit(self.procedures.list)
+        records = self.services.archival.count(self.scope)
+        return PromptReads(blocks.result(), procedures.result(), records)
 
     def _read_together(self) -> PromptReads | None:
         """Every part read in one statement where the store and the archival count share a Postgres
