@@ -220,6 +220,8 @@ def _needs_round_trip(conn: Any) -> bool:
     longer than ``CHECK_IDLE_SECONDS``, or its socket has something to read. An idle autocommit
     connection is sent nothing unasked, so anything there is a server that restarted or terminated it
     (its FATAL notice, or the end of the stream: a proxy or the network closed it)."""
+    # The clock decides only whether to spend a round trip checking the connection; a dead one that
+    # passes raises on use and the pool reconnects: no stored or returned value depends on it.
     now = time.monotonic()
     last = getattr(conn, _LENT, None)
     setattr(conn, _LENT, now)

@@ -173,6 +173,7 @@ class AdvisoryLocks(NamedLocks):
     def acquire(self, *name: str, timeout: float = EDIT_WAIT) -> None:
         """Take the lock or raise ``LockTimeout`` after ``timeout`` seconds (``ServiceUnavailable`` if the
         database is down)."""
+        # A bound on the wait: past it the caller is told (LockTimeout), never handed a stale value.
         deadline = time.monotonic() + timeout
         if not self._local.acquire(name, timeout):
             raise LockTimeout(f"lock {lock_label(name)} is held by another run of this process")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, AsyncIterator, Iterator
@@ -36,7 +37,8 @@ _held: ContextVar[frozenset[tuple[int, str]]] = ContextVar("pagefault_threads_he
 # The threads whose turn the current run is in (what ``warn_unserialized`` asks; nothing waits on it).
 _in_turn: ContextVar[frozenset[str]] = ContextVar("pagefault_in_turn", default=frozenset())
 _log = logging.getLogger("pagefault.thread_lock")
-_warned: set[int] = set()
+#: Checkpointers already warned about (``warn_unserialized``), held weakly: they go with their graphs.
+_warned: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
 class ThreadBusy(LockTimeout):
@@ -66,6 +68,8 @@ class SerializedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         return {**kwargs, "durability": kwargs.get("durability") or "sync"}
 
     def _key(self, tid: str) -> tuple[int, str]:
+        # Only ever in ``_held`` while this graph (and so ``self.locks``) is inside the call that set it:
+        # the id cannot be another object's then.
         return id(self.locks), tid
 
     def _acquire(self, tid: str) -> None:
@@ -193,11 +197,11 @@ def warn_unserialized(config: RunnableConfig) -> None:
     own graph, and two such runs on one thread at once fork it. ``config`` is the run's."""
     conf = config.get("configurable") or {}
     tid, saver = conf.get("thread_id"), conf.get(CONFIG_KEY_CHECKPOINTER)
-    if tid is None or saver is None or id(saver) in _warned or str(tid) in _in_turn.get():
+    if tid is None or saver is None or saver in _warned or str(tid) in _in_turn.get():
         return
     if isinstance(locks_of(saver), ProcessLocks):
         return
-    _warned.add(id(saver))
+    _warned.add(saver)
     _log.warning("pagefault: runs of this agent on one thread are not serialized across processes, so two at "
                  "once would fork the thread and lose a turn; wrap the compiled agent once: "
                  "agent = memory.serialized(create_agent(...)) (pagefault.engines.thread_lock.serialized)")

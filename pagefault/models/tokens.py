@@ -129,6 +129,10 @@ LINE_KEPT_CHARS = 4_000
 _LINE_START = re.compile(r"(?<=\n)(?=[^\W_])")
 
 
+#: Tool schema lists a counter remembers the tokens of (``TokenCounter.count_tools``): a process runs a few graphs.
+TOOL_LISTS_KEPT = 64
+
+
 class TokenCounter:
     """Counts tokens of text, messages and tool schemas for one model.
 
@@ -158,6 +162,7 @@ class TokenCounter:
         self._texts: OrderedDict[str, int] = OrderedDict()
         self._lines: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        self._tools: OrderedDict[str, int] = OrderedDict()
 
     def count_text(self, text: str) -> int:
         """Tokens in a plain string (special-token text is counted as ordinary text). Long texts are
@@ -222,10 +227,18 @@ class TokenCounter:
         return sum(self.count_message(m) for m in messages)
 
     def count_tools(self, schemas: Sequence[dict[str, Any]]) -> int:
-        """Tokens of the tool schemas as they are sent (JSON of each function spec)."""
+        """Tokens of the tool schemas as they are sent (JSON of each function spec). Remembered by their
+        JSON: a graph measures the same schemas at every step (encoding them is about 1 ms; the JSON is
+        tens of microseconds)."""
         if not schemas:
             return 0
-        return sum(self.count_text(json.dumps(s, sort_keys=True)) for s in schemas)
+        texts = [json.dumps(s, sort_keys=True) for s in schemas]
+        key = "\n".join(texts)
+        hit = self._recall(self._tools, key)
+        if hit is None:
+            hit = sum(self.count_text(t) for t in texts)
+            self._keep(self._tools, key, hit, TOOL_LISTS_KEPT)
+        return hit
 
 
 def _content_key(message: BaseMessage) -> int:

@@ -53,20 +53,6 @@ def _count(counter: TokenCounter, text: str) -> int:
     return counter.count_text(text)
 
 
-_tool_tokens: dict[tuple[int, int], tuple[list[dict[str, Any]], int]] = {}
-
-
-def _count_tools(counter: TokenCounter, schemas: list[dict[str, Any]]) -> int:
-    """Tokens of a graph's tool schemas, counted once per schema list (a graph's list never changes)."""
-    key = (id(counter), id(schemas))
-    hit = _tool_tokens.get(key)
-    if hit is None or hit[0] is not schemas:
-        if len(_tool_tokens) > 256:  # graphs come and go (tests build hundreds): forget old lists
-            _tool_tokens.clear()
-        hit = _tool_tokens[key] = (schemas, counter.count_tools(schemas))
-    return hit[1]
-
-
 #: The parts of the main context, in prompt order, as token accounting and overviews name them.
 SEGMENTS = ("system", "core", "procedures", "summary", "messages", "tools")
 
@@ -133,7 +119,7 @@ def build_main_context(
         "core": _count(counter, core),
         "summary": _count(counter, summary) if summary else 0,
         "messages": counter.count_messages(state.messages),
-        "tools": _count_tools(counter, tool_schemas),
+        "tools": counter.count_tools(tool_schemas),
     }
     rules = render_procedures(procedures or [])
     tokens["procedures"] = counter.count_text(rules) if rules else 0

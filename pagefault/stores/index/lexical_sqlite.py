@@ -196,6 +196,7 @@ class LexicalIndex:
 
     def wait_resident(self, timeout: float = 60.0) -> bool:
         """Wait until searches are scored from memory (False if they still go to FTS5 at ``timeout``)."""
+        # A bound on the wait (the answer says whether it was reached); no value depends on it.
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:

@@ -197,6 +197,8 @@ class ArchivalJournal(WriteBehind):
         """Wait for the next turns' inserts unless a read waits: one Chroma write for several records
         costs little more than for one, and it holds the GIL while it runs. Meanwhile embed the
         journalled texts (ONNX lets go of the GIL), so a read that stops the wait finds only writes left."""
+        # The clock bounds only when the batch is written, never what is written or what a read sees
+        # (every read waits for what is journalled).
         deadline = time.monotonic() + self.linger
         while True:
             with self._cond:

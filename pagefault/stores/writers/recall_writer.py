@@ -215,6 +215,8 @@ class RecallWriter:
         """Wait a moment for the next turns unless someone waits: a Chroma write costs about as much
         for one turn as for several, and holds the GIL while it runs. Meanwhile embed what is queued
         (ONNX lets go of the GIL), so a reader that stops the wait finds only the writes left."""
+        # The clock bounds only when the batch is written, never what is written or what a search sees
+        # (every search waits for what is pending).
         deadline = time.monotonic() + self.linger
         unprepared = lambda: self._prepare is not None and any(not j.prepared for j in self._queue)  # noqa: E731
         while True:

@@ -153,6 +153,7 @@ class SharedJournal(WriteBehind):
                 for rid in known:  # all written (by whichever replica took them)
                     self._pending.pop(rid, None)
             return
+        # A bound on the wait only: what the caller then reads is the database's, whatever the clock said.
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._waiting += 1
@@ -183,6 +184,7 @@ class SharedJournal(WriteBehind):
     def _linger(self) -> None:
         """Wait for more of the turn's inserts unless a read waits or the turn is over, embedding the
         journalled texts meanwhile (the write finds their vectors cached)."""
+        # The clock bounds only when the batch is written, never what is written or what a read sees.
         deadline = time.monotonic() + self.linger
         while True:
             with self._cond:
