@@ -95,6 +95,9 @@ class DeltaMemo:
         #: writes that reached the saver before their checkpoint did, by thread and checkpoint id
         self._early: OrderedDict[str, dict[str, dict[tuple[str, int], tuple[tuple[str, str, int], str, str, Any]]]] = \
             OrderedDict()
+        #: threads some of whose writes were not kept (``_early_for``): followed again from their next read.
+        #: It grows only while more than ``threads`` threads save at once, by one thread id each time.
+        self._lost: set[str] = set()
         self._lock = threading.Lock()
         self.answered = 0
         """Reads answered from memory (for tests and benchmarks)."""
@@ -109,11 +112,14 @@ class DeltaMemo:
 
     def _early_for(self, thread: str) -> dict[str, dict[tuple[str, int], tuple[tuple[str, str, int], str, str, Any]]]:
         """The writes of ``thread`` waiting for their checkpoint. At most ``threads`` threads wait: the one
-        waiting longest is forgotten whole (its head too, so no history is ever built without them)."""
+        waiting longest is forgotten whole and marked lost (``_lost``), so no history is ever built without
+        its writes, not even from its first checkpoint, which needs no parent."""
         if thread not in self._early:
             self._early[thread] = {}
             while len(self._early) > self.threads:
-                self._drop(next(iter(self._early)))
+                oldest = next(iter(self._early))
+                self._drop(oldest)
+                self._lost.add(oldest)
         return self._early[thread]
 
     def _drop(self, thread: str) -> None:
@@ -126,8 +132,10 @@ class DeltaMemo:
             if thread is None:
                 self._heads.clear()
                 self._early.clear()
+                self._lost.clear()
             else:
                 self._drop(thread)
+                self._lost.discard(thread)
 
     def loaded(self, tup: CheckpointTuple | None) -> None:
         """A ``get_tuple`` answer: a newer checkpoint than the one remembered starts the thread again from
@@ -147,6 +155,7 @@ class DeltaMemo:
             self._drop(thread)
             if ours:
                 return  # writes whose order among new ones cannot be known without their task paths
+            self._lost.discard(thread)  # followed again from this read
             values = tup.checkpoint.get("channel_values") or {}
             self._keep(thread, _Head(cid, {ch: values[ch] for ch in self.channels if ch in values},
                                      frozenset(tup.checkpoint.get("channel_versions") or {}), {}))
@@ -226,6 +235,9 @@ class DeltaMemo:
         versioned = frozenset(checkpoint.get("channel_versions") or {})
         stored = {ch: values[ch] for ch in self.channels if ch in values}
         with self._lock:
+            if thread in self._lost:
+                self._drop(thread)
+                return
             head = self._heads.get(thread)
             if parent is None:  # a thread's first checkpoint: nothing before it
                 before: _Head | None = _Head("", {}, frozenset(), {})

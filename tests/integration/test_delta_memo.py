@@ -254,3 +254,32 @@ async def test_the_async_savers_remember_the_same_as_the_database(backend, tmp_p
             assert state.values["compactions"] >= 1
             assert _Checks.disagreed == [] and _Checks.compared >= 14
             assert p.checkpointer.delta_memo.answered >= 14
+
+
+def test_a_write_saved_before_its_threads_first_checkpoint_is_remembered_with_it():
+    memo = DeltaMemo(channels=["messages"])
+    root = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    at = {"configurable": {**root["configurable"], "checkpoint_id": "01"}}
+    memo.wrote(at, [("messages", ["m1", "m2"])], "start", "~start")  # before its checkpoint is saved
+    memo.saved(root, {"id": "01", "channel_values": {}, "channel_versions": {"__start__": 1}})  # type: ignore[typeddict-item]
+    memo.saved(at, {"id": "02", "channel_values": {}, "channel_versions": {"messages": 2}})  # type: ignore[typeddict-item]
+    there = {"configurable": {**root["configurable"], "checkpoint_id": "02"}}
+    assert memo.answer(there, ["messages"]) == {"messages": {"writes": [("start", "messages", ["m1", "m2"])]}}
+
+
+def test_early_writes_of_too_many_threads_forget_the_oldest_thread_whole():
+    memo = DeltaMemo(channels=["messages"], threads=2)
+    for thread in ["a", "b", "c"]:
+        at = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "checkpoint_id": "01"}}
+        memo.wrote(at, [("messages", [f"{thread}1"])], "start", "~start")
+    for thread in ["a", "c"]:
+        root = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        at = {"configurable": {**root["configurable"], "checkpoint_id": "01"}}
+        memo.saved(root, {"id": "01", "channel_values": {}, "channel_versions": {}})  # type: ignore[typeddict-item]
+        memo.saved(at, {"id": "02", "channel_values": {}, "channel_versions": {"messages": 2}})  # type: ignore[typeddict-item]
+    answered = {t: memo.answer({"configurable": {"thread_id": t, "checkpoint_ns": "", "checkpoint_id": "02"}}, ["messages"])
+                for t in ["a", "c"]}
+    # "a" lost its early write to the bound, so the memo must not answer for it (its saver reads the
+    # database) until a read follows it again; "c" kept its write.
+    assert answered["c"] == {"messages": {"writes": [("start", "messages", ["c1"])]}}
+    assert answered["a"] is None
