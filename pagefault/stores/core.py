@@ -23,6 +23,7 @@ from pagefault.stores import typed_core
 from pagefault.stores.cached_reads import UNREAD, cached_read
 from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
+from pagefault.text.tags import SHOWN_CLOSE, as_stored, inert
 from pagefault.text.unicode import encodable
 
 DEFAULT_BLOCK_LIMIT = 2_000
@@ -33,8 +34,6 @@ MAX_LOG = 20
 #: A block's label, which the prompt shows as its tag: 1-32 chars, a lowercase letter, then letters, digits or '_'.
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
 LABEL_RULE = "section labels are 1-32 chars: a lowercase letter, then lowercase letters, digits or '_'"
-#: How the prompt shows ``</`` in a block's text (``CoreBlock.shown``).
-SHOWN_CLOSE = "<\\/"
 _logger = logging.getLogger("pagefault.core")
 _reported: set[tuple[tuple[str, ...], str, str]] = set()
 
@@ -101,10 +100,9 @@ class CoreBlock:
 
     @property
     def shown(self) -> str:
-        """The value as the prompt shows it: every ``</`` written ``<\\/``, so that no text in a block can close
-        its own tag or core memory's and pass for the prompt's own words (``core_memory_replace`` takes
-        text copied from this form too)."""
-        return self.value.replace("</", SHOWN_CLOSE)
+        """The value as the prompt shows it (``text.tags.inert``): no text in a block can close its own tag
+        or core memory's. ``core_memory_replace`` takes text copied from this form too."""
+        return inert(self.value)
 
     @property
     def usage(self) -> str:
@@ -251,8 +249,8 @@ class CoreMemory:
     def _replace(self, label: str, old: str, new: str, provenance: Provenance | None) -> CoreBlock:
         block = self.get(label)
         new = self._clean(new[: block.limit + 1])
-        if old not in block.value and SHOWN_CLOSE in old:  # copied from the prompt, which shows '</' as SHOWN_CLOSE
-            old = old.replace(SHOWN_CLOSE, "</")
+        if old not in block.value and SHOWN_CLOSE in old:  # copied from the prompt (CoreBlock.shown)
+            old = as_stored(old)
         count = block.value.count(old)
         if count == 0 and _retried(block, "replace", provenance, not new or new in block.value):
             return block
