@@ -72,6 +72,21 @@ class Procedure:
                    tuple(shown_log_entry(e) for e in log if isinstance(e, dict)))
 
 
+def malformed_procedure(key: object, v: object) -> str:
+    """What is wrong with a procedure item written through a store API ('' if nothing): its key must be
+    an id the prompt can show (proc- and 1-32 lowercase letters or digits), its ``text`` a string of
+    at most ``MAX_PROCEDURE_CHARS`` characters, its ``kind`` (if any) one of ``KINDS``."""
+    if not isinstance(key, str) or not _ID.fullmatch(key):
+        return f"id {key!r} is not allowed: an id is proc- and 1-32 lowercase letters or digits"
+    if not isinstance(v, dict) or not isinstance(v.get("text"), str) or not v["text"].strip():
+        return "text must be a non-empty string"
+    if len(v["text"]) > MAX_PROCEDURE_CHARS:
+        return f"text holds at most {MAX_PROCEDURE_CHARS} characters"
+    if v.get("kind", "rule") not in KINDS:
+        return f"kind must be one of {', '.join(KINDS)}"
+    return ""
+
+
 def procedure_id(text: str) -> str:
     norm = " ".join(text.split()).lower().rstrip(".!")
     return "proc-" + hashlib.sha256(norm.encode()).hexdigest()[:12]
