@@ -37,7 +37,8 @@ from pagefault.serve.settings import (
     check_client_settings,
     served_settings,
 )
-from pagefault.stores.core import malformed_block
+from pagefault.stores.core import malformed_block, malformed_label
+from pagefault.stores.procedures import malformed_procedure
 from pagefault.stores.scope import Scope
 
 log = logging.getLogger("pagefault.auth")
@@ -316,7 +317,9 @@ async def on_crons(ctx: Auth.types.AuthContext, value: Any):
 async def on_store(ctx: Auth.types.AuthContext, value: Any):
     """Store items: with tokens, only under the user's own ``("pagefault", <user>, ...)`` namespaces (an
     empty or bare ``("pagefault",)`` prefix of a search or listing is narrowed to them). A core block
-    written through the API must have the shape pagefault reads, in every mode."""
+    written through the API must have the shape pagefault reads, a valid JSON schema if it has one, and a
+    label the prompt can show as a tag (``stores.core.malformed_label``), and a procedure an id and a
+    text (``stores.procedures.malformed_procedure``), in every mode."""
     user = _user(ctx)
     namespace = tuple(value.get("namespace") or ())
     if user is not None:
@@ -328,7 +331,12 @@ async def on_store(ctx: Auth.types.AuthContext, value: Any):
                 status_code=403, detail=f"store items are reachable under {list(own)} only")
     if ctx.action == "put" and namespace[:1] == ("pagefault",) and namespace[-1:] == ("core",) \
             and value.get("value") is not None:
-        problem = malformed_block(value["value"])
+        problem = malformed_label(value.get("key")) or malformed_block(value["value"])
         if problem:
             raise Auth.exceptions.HTTPException(status_code=422, detail=f"core block {value.get('key')!r}: {problem}")
+    if ctx.action == "put" and namespace[:1] == ("pagefault",) and namespace[-1:] == ("procedures",) \
+            and value.get("value") is not None:
+        problem = malformed_procedure(value.get("key"), value["value"])
+        if problem:
+            raise Auth.exceptions.HTTPException(status_code=422, detail=f"procedure {value.get('key')!r}: {problem}")
     return None

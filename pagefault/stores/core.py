@@ -23,6 +23,7 @@ from pagefault.stores import typed_core
 from pagefault.stores.cached_reads import UNREAD, cached_read
 from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
+from pagefault.text.tags import SHOWN_CLOSE, as_stored, inert
 from pagefault.text.unicode import encodable
 
 DEFAULT_BLOCK_LIMIT = 2_000
@@ -30,14 +31,38 @@ DEFAULT_BLOCK_LIMIT = 2_000
 MAX_BLOCK_LIMIT = 100_000
 #: Edits remembered per block (the oldest are dropped).
 MAX_LOG = 20
+#: A block's label, which the prompt shows as its tag: 1-32 chars, a lowercase letter, then letters, digits or '_'.
 _LABEL = re.compile(r"[a-z][a-z0-9_]{0,31}")
+LABEL_RULE = "section labels are 1-32 chars: a lowercase letter, then lowercase letters, digits or '_'"
 _logger = logging.getLogger("pagefault.core")
-_reported: set[tuple[tuple[str, ...], str]] = set()
+_reported: set[tuple[tuple[str, ...], str, str]] = set()
+
+
+def malformed_label(label: object) -> str:
+    """What is wrong with a core block's label, the key of its store item ('' if nothing; see ``LABEL_RULE``)."""
+    if isinstance(label, str) and _LABEL.fullmatch(label):
+        return ""
+    return f"label {label!r} is not allowed: {LABEL_RULE}"
 
 
 def malformed_block(v: object) -> str:
     """What is wrong with a stored core block ('' if nothing): it needs a string ``value`` and an
-    integer ``limit`` from 1 to ``MAX_BLOCK_LIMIT`` that the value fits in."""
+    integer ``limit`` from 1 to ``MAX_BLOCK_LIMIT`` that the value fits in, and a ``schema``, if it
+    has one, that ``typed_core.check_schema`` accepts."""
+    return _malformed_shape(v) or (_malformed_schema(v) if isinstance(v, dict) else "")
+
+
+def _malformed_schema(v: dict[str, Any]) -> str:
+    if v.get("schema") is None:
+        return ""
+    try:
+        typed_core.check_schema(v["schema"])
+    except typed_core.TypedBlockError as e:
+        return f"schema: {e}"
+    return ""
+
+
+def _malformed_shape(v: object) -> str:
     if not isinstance(v, dict):
         return f"the item is {type(v).__name__}, not an object"
     missing = [k for k in ("value", "limit") if k not in v]
@@ -74,6 +99,12 @@ class CoreBlock:
     schema: dict[str, Any] | None = None  # a typed block's JSON schema (see stores.typed_core)
 
     @property
+    def shown(self) -> str:
+        """The value as the prompt shows it (``text.tags.inert``): no text in a block can close its own tag
+        or core memory's. ``core_memory_replace`` takes text copied from this form too."""
+        return inert(self.value)
+
+    @property
     def usage(self) -> str:
         """How full the block is, as the prompt says it: '120/2000 chars'."""
         return f"{len(self.value)}/{self.limit} chars"
@@ -89,18 +120,20 @@ class CoreBlock:
         """The block a store item holds. A malformed item (written by hand through a store API) is
         reported in the log, with where it is and how to repair it, and read as an empty block: it
         must never stop the user's runs."""
-        problem = malformed_block(v)
+        problem = _malformed_shape(v)
         if problem:
-            if (namespace, label) not in _reported:  # once per process, not at every step
-                _reported.add((namespace, label))
-                _logger.warning("pagefault: core block %r at store namespace %s is malformed (%s); it is read as empty "
-                                "until it is repaired: put {\"value\": str, \"limit\": int} there, or delete the item",
-                                label, list(namespace), problem)
+            _report_once(namespace, label, "shape", "pagefault: core block %r at store namespace %s is malformed (%s); it is "
+                         "read as empty until it is repaired: put {\"value\": str, \"limit\": int} there, or delete "
+                         "the item", problem)
             return cls(label, "", DEFAULT_BLOCK_LIMIT, "(malformed in the store; read as empty)")
+        schema_problem = _malformed_schema(v)
+        if schema_problem:  # its text is sound: keep it, as a plain block
+            _report_once(namespace, label, "schema", "pagefault: core block %r at store namespace %s has an unusable "
+                         "%s; it is read as a plain block, and its next edit saves it without that schema", schema_problem)
         log = v.get("log")
         return cls(label, v["value"], int(v["limit"]), v.get("description") or "",
                    tuple(shown_log_entry(e) for e in log if isinstance(e, dict)) if isinstance(log, list) else (),
-                   v["schema"] if isinstance(v.get("schema"), dict) else None)
+                   v["schema"] if isinstance(v.get("schema"), dict) and not schema_problem else None)
 
     def edited(self, value: str, op: str, provenance: Provenance) -> "CoreBlock":
         """This block with a new value and one more log entry."""
@@ -142,11 +175,20 @@ class CoreMemory:
         their namespace, if just read (``cached_reads.versions_with``)."""
         found = dict(cached_read(self.store, self.namespace, lambda: {
             item.key: CoreBlock.from_store(item.key, item.value, self.namespace)
-            for item in self.store.search(self.namespace, limit=1000)}, version=version))
+            for item in self.store.search(self.namespace, limit=1000) if self._labelled(item.key)}, version=version))
         for label, block in self._defaults.items():
             found.setdefault(label, block)
         order = ["persona", "human"] + sorted(k for k in found if k not in self._defaults)
         return [found[k] for k in order]
+
+    def _labelled(self, key: str) -> bool:
+        """Whether a store item's ``key`` is a label the prompt may show; an item under another key (written
+        behind pagefault's back) is left out, and reported once."""
+        problem = malformed_label(key)
+        if problem:
+            _report_once(self.namespace, key, "label", "pagefault: core block %r at store namespace %s is left out of "
+                         "the prompt (%s); move its value to a block with a valid label, or delete the item", problem)
+        return not problem
 
     def get(self, label: str) -> CoreBlock:
         """The block named ``label`` (a default block as it starts, if never written); a
@@ -207,6 +249,8 @@ class CoreMemory:
     def _replace(self, label: str, old: str, new: str, provenance: Provenance | None) -> CoreBlock:
         block = self.get(label)
         new = self._clean(new[: block.limit + 1])
+        if old not in block.value and SHOWN_CLOSE in old:  # copied from the prompt (CoreBlock.shown)
+            old = as_stored(old)
         count = block.value.count(old)
         if count == 0 and _retried(block, "replace", provenance, not new or new in block.value):
             return block
@@ -223,8 +267,8 @@ class CoreMemory:
         ``system``; the model edits via append/replace). ``limit``, ``description`` and ``schema``
         (a JSON schema that makes it a typed block) keep the block's current ones when not given;
         ``provenance`` says where the value came from."""
-        if not isinstance(label, str) or not _LABEL.fullmatch(label):
-            raise CoreMemoryError("section labels are 1-32 chars: a lowercase letter, then letters, digits or '_'")
+        if malformed_label(label):
+            raise CoreMemoryError(LABEL_RULE)
         if not isinstance(value, str):
             raise CoreMemoryError("value must be a string")
         _check_text(value, "value", empty=True)
@@ -255,6 +299,14 @@ class CoreMemory:
         prov = self._provenance(value, provenance or Provenance(source="system"))
         return self._save(CoreBlock(label, value, limit, desc, current.log if current else (), schema).edited(
             value, "set", prov))
+
+
+def _report_once(namespace: tuple[str, ...], label: str, kind: str, message: str, problem: str) -> None:
+    """Log ``message`` (``%r`` label, ``%s`` namespace, ``%s`` problem) about a stored block once per
+    process and kind of fault, not at every step that reads it."""
+    if (namespace, label, kind) not in _reported:
+        _reported.add((namespace, label, kind))
+        _logger.warning(message, label, list(namespace), problem)
 
 
 def _retried(block: CoreBlock, op: str, provenance: object, landed: bool) -> bool:

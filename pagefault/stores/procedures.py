@@ -11,6 +11,8 @@ Ids are a hash of the normalised text: teaching the same rule twice keeps one pr
 from __future__ import annotations
 
 import hashlib
+import logging
+import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Hashable
@@ -23,6 +25,7 @@ from pagefault.safety.redaction import redact
 from pagefault.stores.cached_reads import UNREAD, cached_read
 from pagefault.stores.provenance import Provenance, shown_log_entry
 from pagefault.stores.scope import Scope
+from pagefault.text.tags import inert
 from pagefault.text.unicode import encodable
 
 #: Characters of one procedure; a rule is a sentence, not a document.
@@ -30,6 +33,10 @@ MAX_PROCEDURE_CHARS = 300
 #: Procedures one scope may hold: each one is in every prompt.
 MAX_PROCEDURES = 50
 KINDS = ("rule", "preference")
+#: A procedure's id, which the prompt shows: ``procedure_id``'s form, or an exported one's.
+_ID = re.compile(r"proc-[a-z0-9]{1,32}")
+_logger = logging.getLogger("pagefault.procedures")
+_reported: set[tuple[tuple[str, ...], str]] = set()
 
 
 class ProcedureError(ValueError):
@@ -65,6 +72,21 @@ class Procedure:
                    tuple(shown_log_entry(e) for e in log if isinstance(e, dict)))
 
 
+def malformed_procedure(key: object, v: object) -> str:
+    """What is wrong with a procedure item written through a store API ('' if nothing): its key must be
+    an id the prompt can show (proc- and 1-32 lowercase letters or digits), its ``text`` a string of
+    at most ``MAX_PROCEDURE_CHARS`` characters, its ``kind`` (if any) one of ``KINDS``."""
+    if not isinstance(key, str) or not _ID.fullmatch(key):
+        return f"id {key!r} is not allowed: an id is proc- and 1-32 lowercase letters or digits"
+    if not isinstance(v, dict) or not isinstance(v.get("text"), str) or not v["text"].strip():
+        return "text must be a non-empty string"
+    if len(v["text"]) > MAX_PROCEDURE_CHARS:
+        return f"text holds at most {MAX_PROCEDURE_CHARS} characters"
+    if v.get("kind", "rule") not in KINDS:
+        return f"kind must be one of {', '.join(KINDS)}"
+    return ""
+
+
 def procedure_id(text: str) -> str:
     norm = " ".join(text.split()).lower().rstrip(".!")
     return "proc-" + hashlib.sha256(norm.encode()).hexdigest()[:12]
@@ -95,8 +117,20 @@ class ProceduralMemory:
         """Every procedure, oldest first (the order they are shown in the prompt). ``version``: the store's
         version of their namespace, if just read (``cached_reads.versions_with``)."""
         return list(cached_read(self.store, self.namespace, lambda: sorted(
-            (Procedure.from_store(i.key, i.value) for i in self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)),
+            (Procedure.from_store(i.key, i.value) for i in self.store.search(self.namespace, limit=MAX_PROCEDURES + 10)
+             if self._shown_id(i.key)),
             key=lambda p: (p.created_at, p.id)), version=version))
+
+    def _shown_id(self, key: str) -> bool:
+        """Whether a store item's ``key`` is an id the prompt may show; an item under another key (written
+        behind pagefault's back) is left out, and reported once."""
+        if _ID.fullmatch(key):
+            return True
+        if (self.namespace, key) not in _reported:
+            _reported.add((self.namespace, key))
+            _logger.warning("pagefault: procedure %r at store namespace %s is left out of the prompt (an id is proc- "
+                            "and 1-32 lowercase letters or digits); delete the item", key, list(self.namespace))
+        return False
 
     def get(self, id_: str) -> Procedure:
         item = self.store.get(self.namespace, id_) if isinstance(id_, str) and id_ else None
@@ -132,8 +166,9 @@ class ProceduralMemory:
     def restore(self, proc: Procedure) -> Procedure:
         """Put back a procedure as it was (id, time and history kept), e.g. from an export."""
         text = _check(proc.text)
-        if proc.kind not in KINDS or not isinstance(proc.id, str) or not proc.id.startswith("proc-"):
-            raise ProcedureError(f"a procedure needs an id like proc-… and a kind in {', '.join(KINDS)}")
+        if proc.kind not in KINDS or not isinstance(proc.id, str) or not _ID.fullmatch(proc.id):
+            raise ProcedureError(f"a procedure needs an id like proc-… (then 1-32 lowercase letters or digits) and a "
+                                 f"kind in {', '.join(KINDS)}")
         proc = Procedure(proc.id, text, proc.kind, proc.created_at, proc.log)
         with edit_lock(self.store, *self.namespace, "all"):
             if (self.store.get(self.namespace, proc.id) is None
@@ -166,6 +201,8 @@ def render_procedures(procedures: list[Procedure]) -> str:
     """The rules as the system prompt shows them (empty when there are none)."""
     if not procedures:
         return ""
-    lines = [f"{i}. {p.text} [{p.id}]" for i, p in enumerate(procedures, 1)]
+    # One line each, whatever the store holds, and no text can close the list's tag.
+    lines = [f"{i}. {inert(' '.join(p.text.split()))} [{p.id}]"
+             for i, p in enumerate(procedures, 1) if _ID.fullmatch(p.id)]
     return ("<procedures>\nRules and preferences you have learned; follow them unless the user says otherwise "
             "(edit them with procedure_update):\n" + "\n".join(lines) + "\n</procedures>")

@@ -23,6 +23,8 @@ from typing import Any, cast
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 
 #: Separator of list items in the compact form.
 ITEM_SEP = "; "
@@ -32,8 +34,14 @@ class TypedBlockError(ValueError):
     """Text or data that does not fit the block's schema; the message names the field and the rule."""
 
 
+#: Where a block schema's ``$ref``s are looked up: nowhere but the schema itself (jsonschema would otherwise
+#: fetch a remote ``$ref``'s URL at every validation).
+_NO_REMOTE = Registry()
+
+
 def check_schema(schema: object) -> dict[str, Any]:
-    """A usable block schema: a valid JSON schema of ``type: object`` with ``properties``."""
+    """A usable block schema: a valid JSON schema (its meta-schema, Draft 2020-12) of ``type: object``
+    with ``properties``, whose references (``$ref``) point only within itself."""
     if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
         raise TypedBlockError('a block schema must be a JSON schema with "type": "object" and "properties"')
     bad = [k for k, v in schema["properties"].items() if not isinstance(v, dict)]
@@ -41,14 +49,40 @@ def check_schema(schema: object) -> dict[str, Any]:
         raise TypedBlockError(f"each property needs a schema object (like {{\"type\": \"string\"}}); not {bad[0]!r}")
     try:
         Draft202012Validator.check_schema(schema)
+        remote = _remote_ref(schema)
     except SchemaError as e:
         raise TypedBlockError(f"invalid JSON schema: {e.message}") from e
+    except RecursionError:
+        raise TypedBlockError("invalid JSON schema: nested too deeply") from None
+    if remote:
+        raise TypedBlockError(f"a block schema may refer only within itself (\"$ref\": \"#/...\"), not to {remote!r}")
     return schema
 
 
+def _remote_ref(node: object) -> str:
+    """The first reference in ``node`` that points outside the schema ('' if none)."""
+    if isinstance(node, dict):
+        for key, v in node.items():
+            if key in ("$ref", "$dynamicRef") and isinstance(v, str) and not v.startswith("#"):
+                return v
+            found = _remote_ref(v)
+            if found:
+                return found
+    elif isinstance(node, list):
+        for v in node:
+            found = _remote_ref(v)
+            if found:
+                return found
+    return ""
+
+
 def validate(schema: dict[str, Any], data: object) -> dict[str, Any]:
-    """``data`` if it satisfies ``schema``; else TypedBlockError listing every problem."""
-    errors = sorted(Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
+    """``data`` if it satisfies ``schema``; else TypedBlockError listing every problem (or naming a
+    reference the schema cannot resolve)."""
+    try:
+        errors = sorted(Draft202012Validator(schema, registry=_NO_REMOTE).iter_errors(data), key=lambda e: list(e.path))
+    except Unresolvable as e:
+        raise TypedBlockError(f"the section's schema has a reference that resolves to nothing ({e})") from None
     if errors:
         problems = "; ".join(f"{'.'.join(map(str, e.path)) or 'block'}: {e.message}" for e in errors[:5])
         raise TypedBlockError(f"does not fit the section's schema ({problems})")

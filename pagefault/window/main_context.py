@@ -19,7 +19,7 @@ from langchain_core.messages import SystemMessage
 from pagefault.graph.context import Context
 from pagefault.graph.state import PagefaultState
 from pagefault.models.tokens import TOKENS_PER_MESSAGE, TOKENS_PER_REPLY, TokenCounter
-from pagefault.stores.core import CoreBlock
+from pagefault.stores.core import CoreBlock, malformed_label
 from pagefault.stores.procedures import Procedure, render_procedures
 from pagefault.text.prompts import PRESSURE_MARKER, Prompts, now_line
 from pagefault.tools.handlers import MEMORY_TOOLS
@@ -58,9 +58,14 @@ SEGMENTS = ("system", "core", "procedures", "summary", "messages", "tools")
 
 
 def render_core(blocks: list[CoreBlock]) -> str:
+    """Core memory as the prompt shows it: each block as ``<label chars="used/limit">`` and its text. A
+    block's text never closes a tag (``CoreBlock.shown``); a block whose label could not be a tag is left
+    out (``CoreMemory.blocks`` never gives one)."""
     parts = ["<core_memory>"]
     for b in blocks:
-        parts.append(f'<{b.label} chars="{b.usage}">\n{b.value}\n</{b.label}>')
+        if malformed_label(b.label):
+            continue
+        parts.append(f'<{b.label} chars="{b.usage}">\n{b.shown}\n</{b.label}>')
     parts.append("</core_memory>")
     return "\n".join(parts)
 
