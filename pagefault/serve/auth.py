@@ -49,6 +49,13 @@ THREAD_OWNER = "pagefault_owner"
 
 
 
+def signing_algorithms(*, hmac: bool) -> tuple[str, ...]:
+    """The JWT algorithms PyJWT can verify here with a secret (``hmac``: HS*) or with a public key (the
+    others), never ``none``."""
+    every = sorted(a for a in jwt.algorithms.get_default_algorithms() if a != "none")
+    return tuple(a for a in every if a.startswith("HS") == hmac)
+
+
 @dataclass(frozen=True)
 class AuthConfig:
     """How requests are authenticated, read from the environment when the server starts."""
@@ -72,8 +79,15 @@ class AuthConfig:
             raise ValueError("PAGEFAULT_AUTH=jwt needs exactly one of PAGEFAULT_JWT_SECRET (HMAC) or "
                              "PAGEFAULT_JWT_PUBLIC_KEY (a PEM public key)")
         default_alg = "HS256" if secret else "RS256"
-        algorithms = tuple(a.strip() for a in os.environ.get("PAGEFAULT_JWT_ALGORITHMS", default_alg).split(",")
-                           if a.strip())
+        listed = os.environ.get("PAGEFAULT_JWT_ALGORITHMS", default_alg)
+        algorithms = tuple(a.strip() for a in listed.split(",") if a.strip())
+        known = signing_algorithms(hmac=bool(secret))
+        unknown = [a for a in algorithms if a not in signing_algorithms(hmac=True) + signing_algorithms(hmac=False)]
+        if not algorithms or unknown:
+            problem = f"names {', '.join(unknown)}, not a signing algorithm" if unknown else "is empty"
+            raise ValueError(f"PAGEFAULT_JWT_ALGORITHMS {problem}: with "
+                             f"{'PAGEFAULT_JWT_SECRET' if secret else 'PAGEFAULT_JWT_PUBLIC_KEY'} use one or more of "
+                             f"{', '.join(known)} (comma-separated)")
         if secret and any(not a.startswith("HS") for a in algorithms) or public and any(
                 a.startswith("HS") for a in algorithms):
             raise ValueError(f"PAGEFAULT_JWT_ALGORITHMS={','.join(algorithms)} does not fit the key given "
