@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -447,18 +449,26 @@ def test_a_cron_made_with_a_token_runs_as_its_creator(people, token_server):
 
 
 def test_an_algorithm_setting_that_verifies_nothing_stops_the_server_at_start(tmp_path):
-    """``PAGEFAULT_JWT_ALGORITHMS=none`` used to start a server that refused every token without saying
-    why; now `langgraph dev` does not start, and says which algorithms the key can use."""
+    """An empty ``PAGEFAULT_JWT_ALGORITHMS`` (or ``none``) used to start a server that refused every
+    token without saying why; now `langgraph dev` does not start, and says which algorithms fit."""
     langgraph = Path(sys.executable).with_name("langgraph")
     cmd = [str(langgraph), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--port", str(free_port()),
            "--config", str(server_config(tmp_path))]
-    env = server_env(tmp_path / "pagefault-data", PAGEFAULT_JWT_SECRET=JWT_SECRET, PAGEFAULT_JWT_ALGORITHMS="none")
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=120, start_new_session=True)
-    output = done.stdout + done.stderr
-    assert done.returncode != 0, output[-3000:]
-    assert "PAGEFAULT_JWT_ALGORITHMS names none, not a signing algorithm: with PAGEFAULT_JWT_SECRET use one or " \
-           "more of HS256, HS384, HS512" in output, output[-3000:]
+    env = server_env(tmp_path / "pagefault-data", PAGEFAULT_JWT_SECRET=JWT_SECRET, PAGEFAULT_JWT_ALGORITHMS="")
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        pytest.fail(f"the server started (and kept running) with no algorithm:\n{log.read_text()[-3000:]}")
+    output = log.read_text(errors="replace")
+    assert proc.returncode != 0, output[-3000:]
+    assert "PAGEFAULT_JWT_ALGORITHMS is empty: with PAGEFAULT_JWT_SECRET use one or more of HS256, HS384, " \
+           "HS512" in output, output[-3000:]
 
 
 def test_the_readmes_token_example_runs_as_written(token_server, monkeypatch):
