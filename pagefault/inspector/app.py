@@ -28,6 +28,7 @@ from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -48,6 +49,7 @@ from pagefault.inspector.history import ThreadInfo, compactions, owned_thread, u
 from pagefault.inspector.layout import ROOT, Frame, user_path
 from pagefault.inspector.plot import Column
 from pagefault.inspector.recall_view import recall_search
+from pagefault.inspector.segments import KeepEncodedSlashes, path_params
 from pagefault.inspector.source import MemorySource
 from pagefault.maintenance.inspect import thread_overview
 from pagefault.maintenance.replay import ReplayError, model_calls, replay
@@ -197,8 +199,9 @@ class Inspector:
         scope: Scope | None = None
         try:
             viewer = viewer_of(request, self.auth)
+            route = path_params(request)
             try:
-                scope = Scope(request.path_params["user"], request.query_params.get("agent") or "default")
+                scope = Scope(route["user"], request.query_params.get("agent") or "default")
             except ValueError as e:
                 raise BadRequest(str(e).splitlines()[0]) from None
             viewer.check_user(scope.user_id)
@@ -207,7 +210,7 @@ class Inspector:
                 fields = await form_fields(request)
                 check_form(request, viewer, fields)
                 params.update(fields)
-            params.update(request.path_params)
+            params.update(route)
             source = await self.source()
             try:
                 ctx = source.context(scope, Identity(viewer.identity))
@@ -545,7 +548,7 @@ def inspector_app(open_source: Callable[[], Awaitable[MemorySource]], auth: Auth
     the API reads them); ``root_redirect`` also answers ``/`` (its own server, not a LangGraph server's)."""
     inspector = Inspector(open_source, auth or AuthConfig.from_env())
 
-    app = Starlette(routes=inspector.routes(root_redirect=root_redirect))
+    app = Starlette(routes=inspector.routes(root_redirect=root_redirect), middleware=[Middleware(KeepEncodedSlashes)])
     app.state.inspector = inspector
     return app
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -131,13 +132,47 @@ class Diagnosis:
 # --- the data directory ---------------------------------------------------------------------------
 
 
+#: Linux's ``FS_IOC_GETFLAGS`` ioctl and the inode flags ``chattr`` sets (``lsattr`` shows them).
+_FS_IOC_GETFLAGS = 0x80086601
+_FS_IMMUTABLE_FL = 0x10
+_FS_APPEND_FL = 0x20
+
+
+def _write_blocking_attribute(path: str) -> str:
+    """The file attribute that stops every write to ``path``, whatever its mode bits and whoever
+    writes (root too): ``"immutable"``, ``"append-only"``, or '' for none (or none that can be read)."""
+    flags = getattr(os.stat(path), "st_flags", None)  # BSD and macOS
+    if flags is not None:
+        immutable = stat.UF_IMMUTABLE | stat.SF_IMMUTABLE
+        append = stat.UF_APPEND | stat.SF_APPEND
+        return "immutable" if flags & immutable else "append-only" if flags & append else ""
+    try:
+        import fcntl
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (ImportError, OSError):
+        return ""
+    try:
+        flags = int.from_bytes(fcntl.ioctl(fd, _FS_IOC_GETFLAGS, bytes(8))[:4], sys.byteorder)
+    except OSError:  # not Linux, or a file system without attributes
+        return ""
+    finally:
+        os.close(fd)
+    return "immutable" if flags & _FS_IMMUTABLE_FL else "append-only" if flags & _FS_APPEND_FL else ""
+
+
 def _not_writable(path: str) -> str:
-    """Why ``path`` (which exists) cannot be written by this process."""
+    """Why ``path`` (which exists) cannot be written by this process: a read-only file system, an
+    immutable or append-only attribute (which its mode bits do not show), or its mode bits."""
     try:
         if os.statvfs(path).f_flag & os.ST_RDONLY:
             return "is on a read-only file system"
     except OSError:
         pass
+    attribute = _write_blocking_attribute(path)
+    if attribute:
+        flag = "i" if attribute == "immutable" else "a"
+        return (f"has the {attribute} attribute (chattr +{flag}; lsattr shows it), so no user can write it "
+                f"whatever its mode; chattr -{flag} clears it")
     return f"is not writable by this user (mode {stat.filemode(os.stat(path).st_mode)})"
 
 

@@ -47,7 +47,21 @@ log = logging.getLogger("pagefault.auth")
 OWNER = "owner"
 #: The metadata key that records the user and agent of a thread's first run (both modes).
 THREAD_OWNER = "pagefault_owner"
+#: LangGraph's ``configurable`` keys that its cron scheduler adds to a scheduled run's settings (which
+#: cron, and as whom it runs); the server overwrites the ``langgraph_auth_*`` ones of any run it creates.
+SCHEDULER_KEYS = frozenset({"cron_id", "langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"})
+#: The metadata key LangGraph sets on the assistant it makes for each graph when the server starts
+#: (``"system"``): such an assistant is shared with every user, and LangGraph skips its own
+#: ownership check when a run uses one. Only the server writes it.
+CREATED_BY = "created_by"
 
+
+
+def signing_algorithms(*, hmac: bool) -> tuple[str, ...]:
+    """The JWT algorithms PyJWT can verify here with a secret (``hmac``: HS*) or with a public key (the
+    others), never ``none``."""
+    every = sorted(a for a in jwt.algorithms.get_default_algorithms() if a != "none")
+    return tuple(a for a in every if a.startswith("HS") == hmac)
 
 
 @dataclass(frozen=True)
@@ -73,8 +87,15 @@ class AuthConfig:
             raise ValueError("PAGEFAULT_AUTH=jwt needs exactly one of PAGEFAULT_JWT_SECRET (HMAC) or "
                              "PAGEFAULT_JWT_PUBLIC_KEY (a PEM public key)")
         default_alg = "HS256" if secret else "RS256"
-        algorithms = tuple(a.strip() for a in os.environ.get("PAGEFAULT_JWT_ALGORITHMS", default_alg).split(",")
-                           if a.strip())
+        listed = os.environ.get("PAGEFAULT_JWT_ALGORITHMS", default_alg)
+        algorithms = tuple(a.strip() for a in listed.split(",") if a.strip())
+        known = signing_algorithms(hmac=bool(secret))
+        unknown = [a for a in algorithms if a not in signing_algorithms(hmac=True) + signing_algorithms(hmac=False)]
+        if not algorithms or unknown:
+            problem = f"names {', '.join(unknown)}, not a signing algorithm" if unknown else "is empty"
+            raise ValueError(f"PAGEFAULT_JWT_ALGORITHMS {problem}: with "
+                             f"{'PAGEFAULT_JWT_SECRET' if secret else 'PAGEFAULT_JWT_PUBLIC_KEY'} use one or more of "
+                             f"{', '.join(known)} (comma-separated)")
         if secret and any(not a.startswith("HS") for a in algorithms) or public and any(
                 a.startswith("HS") for a in algorithms):
             raise ValueError(f"PAGEFAULT_JWT_ALGORITHMS={','.join(algorithms)} does not fit the key given "
@@ -92,7 +113,8 @@ class AuthConfig:
 CONFIG = AuthConfig.from_env()
 if CONFIG.mode == "none":
     log.warning("pagefault: PAGEFAULT_AUTH=none, this server does not authenticate its clients: whoever can reach "
-                "it can name any user_id. Serve it on a private network only, or set PAGEFAULT_JWT_SECRET.")
+                "it can name any user_id and read and write every thread, run and store item. Serve it on a private "
+                "network only, or set PAGEFAULT_JWT_SECRET.")
 
 auth = Auth()
 
@@ -170,9 +192,9 @@ _recording_owner: ContextVar[bool] = ContextVar("pagefault_recording_owner", def
 def _refuse_server_keys(metadata: object, user: str | None) -> None:
     if not isinstance(metadata, Mapping) or _recording_owner.get():
         return
-    if metadata.get(OWNER, user) != user or THREAD_OWNER in metadata:
-        raise Auth.exceptions.HTTPException(status_code=403, detail=f"metadata {OWNER!r} and {THREAD_OWNER!r} "
-                                                                    "are set by the server")
+    if metadata.get(OWNER, user) != user or THREAD_OWNER in metadata or CREATED_BY in metadata:
+        raise Auth.exceptions.HTTPException(status_code=403, detail=f"metadata {OWNER!r}, {THREAD_OWNER!r} and "
+                                                                    f"{CREATED_BY!r} are set by the server")
 
 
 async def _claim_thread(thread_id: object, ctx: Context) -> None:
@@ -248,8 +270,9 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreat
     # no context was given): check what the client sent, once.
     if context_given:
         settings = _check_settings(user, kwargs.get("context"), None, where="run")
-    else:
-        settings = _check_settings(user, None, {"configurable": kwargs.get("context") or {}}, where="run")
+    else:  # (a cron's scheduled run also carries the scheduler's keys, which are LangGraph's, not a client's)
+        configurable = {k: v for k, v in (kwargs.get("context") or {}).items() if k not in SCHEDULER_KEYS}
+        settings = _check_settings(user, None, {"configurable": configurable}, where="run")
     _tag(value, user)
     if settings is not None:
         await _claim_thread(value.get("thread_id"), settings)
@@ -282,13 +305,31 @@ async def on_assistant_update(ctx: Auth.types.AuthContext, value: Auth.types.Ass
 
 @auth.on.assistants
 async def on_assistants(ctx: Auth.types.AuthContext, value: Any):
-    """Read and search see the user's own assistants and the graph's own; delete only the user's own."""
+    """Read and search see the user's own assistants and the graph's own (the one LangGraph made when the
+    server started: no client can write ``created_by``); delete only the user's own."""
     user = _user(ctx)
     if user is None:
         return None
     if ctx.action in ("read", "search"):
-        return {"$or": [{OWNER: user}, {"created_by": "system"}]}
+        return {"$or": [{OWNER: user}, {CREATED_BY: "system"}]}
     return {OWNER: user}
+
+
+def _run_as_creator(payload: dict[str, Any]) -> None:
+    """Make a cron's runs run as the user who made it, whose token was checked when it was made (jwt
+    mode). LangGraph's scheduler runs a cron as the user that made it (``user_id``), with the
+    permissions it finds in the cron's ``configurable`` and nowhere else, and refuses a scheduled run
+    whose payload has a ``context`` beside a ``configurable``. So the cron's context (already checked)
+    moves into its ``configurable``, beside the permission a verified token gets (``AUTHENTICATED``)."""
+    if "context" not in payload and "config" not in payload:
+        return  # an update that leaves the cron's settings alone
+    given = payload.get("config")
+    config: dict[str, Any] = given if isinstance(given, dict) else {}
+    given = config.get("configurable")
+    configurable: dict[str, Any] = given if isinstance(given, dict) else {}
+    context = payload.pop("context", None) or {}
+    payload["config"] = {**config, "configurable": {**configurable, **context,
+                                                    "langgraph_auth_permissions": [AUTHENTICATED]}}
 
 
 @auth.on.crons.create
@@ -298,6 +339,8 @@ async def on_cron_create(ctx: Auth.types.AuthContext, value: Auth.types.CronsCre
     _check_settings(user, payload.get("context"), {"configurable": {
         k: v for k, v in ((payload.get("config") or {}).get("configurable") or {}).items() if k != "cron_id"}},
         where="cron")
+    if user is not None:
+        _run_as_creator(payload)
     return _tag(value, user)
 
 
@@ -307,6 +350,8 @@ async def on_crons(ctx: Auth.types.AuthContext, value: Any):
     if ctx.action == "update":
         payload = value.get("payload") or {}
         _check_settings(user, payload.get("context"), payload.get("config"), where="cron")
+        if user is not None and isinstance(value.get("payload"), dict):
+            _run_as_creator(payload)
     return _mine(user)
 
 

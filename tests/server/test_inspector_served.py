@@ -127,6 +127,29 @@ def test_signing_in_with_the_form_keeps_the_token_for_the_pages(token_server):
         assert bad.status_code == 401 and "invalid token" in bad.text
 
 
+def test_a_user_whose_sub_has_a_slash_opens_their_own_pages(token_server):
+    """A token whose ``sub`` is ``team/ana``: her pages' URLs carry ``team%2Fana``, which the server
+    used to decode into two segments (a 404 on every page of hers)."""
+    url, ana = token_server["url"], bearer("team/ana")
+    thread, _ = talk(url, ["My name is Ana."], ana)
+    with httpx.Client(base_url=url, headers=ana, timeout=60) as http:
+        home = http.get("/inspector/")
+        assert home.status_code == 303 and home.headers["location"] == "/inspector/team%2Fana/context", home.headers
+        context = http.get(f"/inspector/team%2Fana/context?thread={thread}")
+        assert context.status_code == 200 and '<b>team/ana</b>' in context.text, context.text[-2000:]
+        assert 'href="/inspector/team%2Fana/core"' in context.text
+        core = http.get("/inspector/team%2Fana/core")
+        assert core.status_code == 200 and "Name: Ana" in core.text
+        r = http.post("/inspector/team%2Fana/core/human/append", data={"text": "Works in a team."})
+        assert r.status_code == 303 and r.headers["location"].startswith("/inspector/team%2Fana/core?saved=human")
+        assert http.get("/inspector/team/ana/core").status_code == 404  # a path of two segments is no user of hers
+    client = get_sync_client(url=url, api_key=None, headers=ana)
+    assert client.store.get_item(["pagefault", "team/ana", "default", "core"], "human")["value"]["value"].endswith(
+        "\nWorks in a team.")
+    with httpx.Client(base_url=url, headers=bearer("team"), timeout=60) as http:
+        assert http.get("/inspector/team%2Fana/core").status_code == 403  # another user's pages, as before
+
+
 @pytest.fixture(scope="module")
 def postgres_server(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("inspector-postgres")

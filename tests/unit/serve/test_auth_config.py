@@ -80,3 +80,26 @@ def test_an_identity_providers_public_key(monkeypatch):
         config.verify(jwt.encode(_claims(iss="https://idp.example"), public.encode()[:40], algorithm="HS256"))
     with pytest.raises(jwt.PyJWTError):
         config.verify(jwt.encode(_claims(iss="https://other"), private, algorithm="RS256"))
+
+
+@pytest.mark.parametrize("key, algorithms, message", [
+    ("PAGEFAULT_JWT_SECRET", "none", "PAGEFAULT_JWT_ALGORITHMS names none, not a signing algorithm: with "
+                                     "PAGEFAULT_JWT_SECRET use one or more of HS256, HS384, HS512"),
+    ("PAGEFAULT_JWT_SECRET", "", "PAGEFAULT_JWT_ALGORITHMS is empty: with PAGEFAULT_JWT_SECRET use one or more of HS256"),
+    ("PAGEFAULT_JWT_SECRET", " , ", "PAGEFAULT_JWT_ALGORITHMS is empty"),
+    ("PAGEFAULT_JWT_PUBLIC_KEY", "none", "PAGEFAULT_JWT_ALGORITHMS names none, not a signing algorithm: with "
+                                         "PAGEFAULT_JWT_PUBLIC_KEY use one or more of ES256"),
+    ("PAGEFAULT_JWT_PUBLIC_KEY", "", "PAGEFAULT_JWT_ALGORITHMS is empty: with PAGEFAULT_JWT_PUBLIC_KEY"),
+    ("PAGEFAULT_JWT_PUBLIC_KEY", "RS256,nope", "names nope, not a signing algorithm"),
+])
+def test_an_algorithm_list_that_verifies_nothing_is_refused_at_start(monkeypatch, key, algorithms, message):
+    """``none`` or an empty list would start a server that refuses every token without saying why: the
+    start is refused instead, in one line that names the algorithms the key can use."""
+    monkeypatch.setenv(key, SECRET)
+    monkeypatch.setenv("PAGEFAULT_JWT_ALGORITHMS", algorithms)
+    with pytest.raises(ValueError) as e:
+        AuthConfig.from_env()
+    assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+    if key == "PAGEFAULT_JWT_PUBLIC_KEY":
+        allowed = str(e.value).partition("use one or more of ")[2]
+        assert "RS256" in allowed and "HS256" not in allowed and "none" not in allowed, allowed

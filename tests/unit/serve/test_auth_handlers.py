@@ -257,6 +257,46 @@ async def test_crons_settings_are_checked_on_create_and_update(tokens):
     assert await auth.on_crons(as_ann("crons", "read"), update) == {OWNER: "ann"}, "only an update carries settings"
 
 
+async def test_a_crons_checked_settings_carry_the_permission_its_scheduled_runs_need(tokens):
+    """LangGraph's scheduler runs a cron as its creator with the permissions in the cron's configurable
+    only, and refuses a context beside a configurable: the context moves there, with the permission."""
+    made: dict[str, Any] = {"payload": {"context": {"top_k": 3}, "config": {"configurable": {"cron_id": "c1"}}}}
+    await auth.on_cron_create(as_ann("crons"), made)
+    assert made["payload"] == {"config": {"configurable": {"cron_id": "c1", "top_k": 3,
+                                                           "langgraph_auth_permissions": [AUTHENTICATED]}}}
+    update: dict[str, Any] = {"payload": {"context": {"top_k": 2}}}
+    await auth.on_crons(as_ann("crons", "update"), update)
+    assert update["payload"] == {"config": {"configurable": {"top_k": 2, "langgraph_auth_permissions": [AUTHENTICATED]}}}
+    untouched: dict[str, Any] = {"payload": {"input": {"messages": []}}}
+    await auth.on_crons(as_ann("crons", "update"), untouched)
+    assert untouched["payload"] == {"input": {"messages": []}}
+    # The scheduled run: its context is the cron's configurable, with the scheduler's own keys beside it.
+    scheduled = {"thread_id": None, "kwargs": {"config": {}, "context": {
+        "top_k": 3, "cron_id": "c1", "langgraph_auth_permissions": [AUTHENTICATED],
+        "langgraph_auth_user": {"identity": "ann"}}}}
+    assert await auth.on_run_create(as_ann("threads", "create_run"), scheduled) == {OWNER: "ann"}
+
+
+async def test_without_auth_a_crons_settings_stay_where_the_client_put_them(no_auth):
+    ctx = AuthContext(permissions=[], user=StudioUser("anonymous"), resource="crons", action="create")
+    made: dict[str, Any] = {"payload": {"context": {"user_id": "ana"}, "config": {"configurable": {"cron_id": "c1"}}}}
+    await auth.on_cron_create(ctx, made)
+    assert made["payload"] == {"context": {"user_id": "ana"}, "config": {"configurable": {"cron_id": "c1"}}}
+
+
+async def test_created_by_is_the_servers_to_set(tokens, monkeypatch):
+    """LangGraph shares an assistant whose ``created_by`` is ``"system"`` with every user (and skips its
+    ownership check on runs with it): a client's own ``created_by`` is refused, in both modes."""
+    for value in ({"metadata": {"created_by": "system"}}, {"metadata": {"created_by": "ann"}}):
+        assert "'created_by'" in await refused(auth.on_assistant_create(as_ann("assistants"), dict(value)), 403)
+        await refused(auth.on_assistant_update(as_ann("assistants", "update"), dict(value)), 403)
+        await refused(auth.on_thread_create(as_ann(), dict(value)), 403)
+        await refused(auth.on_cron_create(as_ann("crons"), dict(value)), 403)
+    monkeypatch.setattr(auth, "CONFIG", AuthConfig("none"))
+    anonymous = AuthContext(permissions=[], user=StudioUser("anonymous"), resource="assistants", action="create")
+    await refused(auth.on_assistant_create(anonymous, {"metadata": {"created_by": "system"}}), 403)
+
+
 # -- the store ---------------------------------------------------------------------------------------------------------
 
 
