@@ -93,10 +93,11 @@ def _app(path: str, embedded, api: ScriptedOpenAI, route: str, ctx: Context):
     return agent, {}
 
 
-def _converse(path: str, embedded, data_dir: str, route: str) -> tuple[Obedient, list[Any]]:
-    """The user's turns on ``route``: read and update in one turn, or in two (``earlier`` and its clean twin)."""
+def _converse(path: str, embedded, data_dir: str, route: str, edits: str = "deny") -> tuple[Obedient, dict[str, Any]]:
+    """The user's turns on ``route``: read and update in one turn, or in two (``earlier`` and its clean
+    twin); the last turn's output."""
     turns = [READ, UPDATE] if route.endswith("earlier") else [f"{READ} {UPDATE}"]
-    ctx = Context(user_id="ana", data_dir=data_dir, context_window=64_000)
+    ctx = Context(user_id="ana", data_dir=data_dir, context_window=64_000, untrusted_core_edits=edits)
     model = Obedient()
     with ScriptedOpenAI(reply=model) as api:
         app, run = _app(path, embedded, api, route, ctx)
@@ -104,7 +105,7 @@ def _converse(path: str, embedded, data_dir: str, route: str) -> tuple[Obedient,
         out: dict[str, Any] = {}
         for text in turns:
             out = app.invoke({"messages": [HumanMessage(text)]}, config, **run)
-    return model, out["messages"]
+    return model, out
 
 
 def _edit(messages: list[Any]) -> ToolMessage:
@@ -120,7 +121,7 @@ def _edit(messages: list[Any]) -> ToolMessage:
 ])
 def test_an_injection_the_model_was_sent_holds_its_core_edit(embedded, data_dir, path, route, why):
     assert scan(MALLORY).rules == (), "the edit's own text is clean: only where it came from is against it"
-    model, messages = _converse(path, embedded, data_dir, route)
+    model, out = _converse(path, embedded, data_dir, route)
 
     # The model was sent the injection (past 20,000 characters, in an error, or in the turn before) and obeyed.
     (asked,) = model.edits
@@ -133,7 +134,7 @@ def test_an_injection_the_model_was_sent_holds_its_core_edit(embedded, data_dir,
         roles = [m["role"] for m in asked["messages"]]
         assert roles.count("user") == 2 and "tool" in roles[:len(roles) - 1 - roles[::-1].index("user")]
     # The edit was held: refused, saying why, and core memory is as it was.
-    edit = _edit(messages)
+    edit = _edit(out["messages"])
     assert edit.status == "error" and "core memory edit refused" in edit.content, edit.content
     assert why in edit.content, edit.content
     assert MALLORY not in CoreMemory(embedded.store, Scope("ana")).get("human").value
@@ -142,9 +143,19 @@ def test_an_injection_the_model_was_sent_holds_its_core_edit(embedded, data_dir,
 @pytest.mark.parametrize("path", ["graph", "middleware"])
 @pytest.mark.parametrize("route", ["clean", "clean-earlier"])
 def test_a_long_clean_page_leaves_the_users_edit_alone(embedded, data_dir, path, route):
-    model, messages = _converse(path, embedded, data_dir, route)
+    model, out = _converse(path, embedded, data_dir, route)
     (asked,) = model.edits
     assert PADDING in [_text(m) for m in asked["messages"] if m["role"] == "tool"]
-    edit = _edit(messages)
+    edit = _edit(out["messages"])
     assert edit.status == "success", edit.content
     assert CoreMemory(embedded.store, Scope("ana")).get("human").value == OWN
+
+
+@pytest.mark.parametrize("path", ["graph", "middleware"])
+def test_with_approval_the_edit_after_an_earlier_flagged_page_waits_for_a_person(embedded, data_dir, path):
+    _, out = _converse(path, embedded, data_dir, "earlier", edits="approve")
+    (pause,) = out["__interrupt__"]
+    (action,) = pause.value["action_requests"]
+    assert action["name"] == "core_memory_append" and action["args"]["text"] == MALLORY
+    assert "the context holds, from an earlier turn, flagged output of tool fetch_page" in action["description"]
+    assert MALLORY not in CoreMemory(embedded.store, Scope("ana")).get("human").value
