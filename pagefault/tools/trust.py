@@ -71,7 +71,7 @@ def _turn_start(messages: Sequence[BaseMessage]) -> int:
 
 
 def origins_of(messages: Sequence[BaseMessage], memory_tools: frozenset[str]) -> Origins:
-    """What the current turn read, and the taint of the context ``messages`` are (see ``context_taint``)."""
+    """What the current turn read, and the taint of the whole context, ``messages`` (see ``context_taint``)."""
     turn = turn_messages(messages)
     user = next((message_text(m) for m in turn if isinstance(m, HumanMessage)), "")
     outputs: list[str] = []
@@ -87,9 +87,10 @@ def origins_of(messages: Sequence[BaseMessage], memory_tools: frozenset[str]) ->
 
 
 def context_taint(messages: Sequence[BaseMessage], memory_tools: frozenset[str]) -> tuple[str, ...]:
-    """Why the context ``messages`` are is tainted (empty: it is not): flagged memory hits, and tool outputs
-    and tool errors the guard flags, in the current turn or any earlier one still there. A memory tool's
-    own answer and error are pagefault's text (and the model's arguments), not read from anywhere."""
+    """Why the context, ``messages``, is tainted (empty: it is not): flagged memory hits, and tool outputs
+    and tool errors the guard flags (scanned to their end), in the current turn or any earlier one still
+    there. A memory tool's own answer and error are pagefault's text (and the model's arguments), not
+    read from anywhere; a user's message is judged by the edit's own text, not held against it."""
     start = _turn_start(messages)
     taint: list[str] = []
     for i, m in enumerate(messages):
