@@ -97,8 +97,8 @@ class Context:
         "description": "Poisoning guard: 'flag' marks instruction-shaped memories as untrusted when they are "
                        "shown, 'quarantine' also leaves them out of search results, 'off' does neither."})
     untrusted_core_edits: str = field(default_factory=_env("untrusted_core_edits", "deny"), metadata={
-        "description": "Core-memory edits that come from untrusted content (flagged text, or a turn that read "
-                       "flagged memory or tool output): 'deny' refuses them, 'approve' asks a human through "
+        "description": "Core-memory edits that come from untrusted content (flagged text, or flagged memory, tool "
+                       "output or tool error still in the context): 'deny' refuses them, 'approve' asks a human through "
                        "LangGraph interrupt(), 'allow' applies them (logged as flagged)."})
     redact_secrets: bool = field(default_factory=_env("redact_secrets", True), metadata={
         "description": "Replace API keys, private keys and passwords in text before it is written to memory."})

@@ -145,15 +145,41 @@ def test_what_cannot_taint_a_turn():
     messages = [
         HumanMessage(ATTACK),  # the user's own words: not taint (their edits are judged by their text)
         _search_result("archival_memory_search", [{"id": "arc-1", "text": ATTACK, "flags": ["override"]}], "error"),
-        ToolMessage(ATTACK, tool_call_id="c-w", name="web_fetch", status="error"),
         ToolMessage(ATTACK, tool_call_id="c-i", name="archival_memory_insert"),  # a memory tool's own answer
+        ToolMessage(ATTACK, tool_call_id="c-e", name="core_memory_append", status="error"),  # and its own error
         _search_result("archival_memory_search", [{"id": "arc-2", "text": PLAIN, "flags": []}, "not a hit"]),
+        ToolMessage(PLAIN, tool_call_id="c-w", name="web_fetch", status="error"),
     ]
     origins = origins_of(messages, MEMORY_TOOLS)
     assert origins.taint == () and origins.tool_outputs == () and origins.user_text == ATTACK
-    before = origins_of([HumanMessage("old"), ToolMessage(ATTACK, tool_call_id="c", name="web_fetch"),
-                         HumanMessage("new turn")], MEMORY_TOOLS)
-    assert before.taint == (), "what an earlier turn read does not taint this one"
+
+
+def test_taint_lasts_while_the_text_is_in_the_context():
+    earlier = [HumanMessage("old"), ToolMessage(ATTACK, tool_call_id="c", name="web_fetch"),
+               _search_result("archival_memory_search", [{"id": "arc-1", "text": ATTACK, "flags": ["override"]}])]
+    origins = origins_of(earlier + [HumanMessage("new turn")], MEMORY_TOOLS)
+    rules = ", ".join(scan(ATTACK).rules)
+    assert origins.taint == (f"the context holds, from an earlier turn, flagged output of tool web_fetch ({rules})",
+                             "the context holds, from an earlier turn, flagged memory (arc-1: override)")
+    assert origins.tool_outputs == (), "what a write's text came from is still this turn's business"
+    assert origins_of([HumanMessage("new turn")], MEMORY_TOOLS).taint == (), "evicted, it taints nothing"
+
+
+def test_a_tools_error_text_is_read_like_its_output():
+    origins = origins_of([HumanMessage("go"), ToolMessage(f"Error: 404. {ATTACK}", tool_call_id="c", name="web_fetch",
+                                                          status="error")], MEMORY_TOOLS)
+    assert origins.taint == (f"this turn read flagged error text of tool web_fetch ({', '.join(scan(ATTACK).rules)})",)
+
+
+def test_a_tool_output_is_scanned_to_its_end():
+    long_output = "Ana likes tea. " * 3_000 + ATTACK
+    assert len(long_output) > 40_000 and scan(long_output[:20_000]) == Verdict()
+    origins = origins_of([HumanMessage("go"), ToolMessage(long_output, tool_call_id="c", name="web_fetch")],
+                         MEMORY_TOOLS)
+    assert origins.taint and origins.taint[0].startswith("this turn read flagged output of tool web_fetch (override")
+    clean = origins_of([HumanMessage("go"), ToolMessage("Ana likes tea. " * 3_000, tool_call_id="c", name="web_fetch")],
+                       MEMORY_TOOLS)
+    assert clean.taint == ()
 
 
 def test_an_instruction_shaped_edit_is_untrusted_even_in_a_clean_turn():

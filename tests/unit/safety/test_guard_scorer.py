@@ -116,3 +116,18 @@ def test_guard_version_hashes_the_weights(tmp_path):
     assert load_scorer(other).threshold == 9.0
     assert guard_version(tmp_path / "missing.npz") not in (guard.GUARD_VERSION, guard_version(other))
     assert load_scorer(tmp_path / "missing.npz") is None
+
+
+#: README ("Flagged") names this benign sentence as a false positive of the shipped scorer, and why.
+QUARTERLY = "The quarterly report covers revenue, costs and hiring in plain terms."
+
+
+def test_the_false_positive_readme_names_is_the_scorers_words_not_a_rule():
+    assert not any(rule.pattern.search(guard.normalize(QUARTERLY)) for rule in RULES)
+    assert scan(QUARTERLY).rules == (SCORER_RULE,)
+    logit = guard.SCORER.logit(QUARTERLY)
+    assert guard.SCORER.threshold < 1.1 < 2.7 < logit < 2.8, "the shipped weights: after a refit, revisit README and this"
+    # the business words the scorer met only in an injected report's cover text weigh for attack
+    weights = guard.SCORER.weights
+    assert all(weights[zlib.crc32(g.encode()) & ((1 << guard.HASH_BITS) - 1)] > 2.5
+               for g in ("wquarterly", "c5arter", "wreport"))
