@@ -558,7 +558,8 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         embeddings, mixed = embedding_check(data_dir, server)
         checks.append(embeddings)
         problems += mixed
-    if not server and about(os.path.join(data_dir, LEXICAL_FILE)) is None:  # the embedded journal's file
+    lexical_file = os.path.join(data_dir, LEXICAL_FILE)  # the embedded journal's file, unless it has a problem
+    if not server and not any(p and p.startswith(lexical_file) for p in problems):
         problems += set_aside_problems(data_dir)
     # Where the vectors live in this process (embedded, Postgres-only), their number bounds it.
     warnings = scale_warnings(data_dir, limit=record_limit) \
