@@ -23,7 +23,7 @@ import textwrap
 
 import tiktoken
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from support.engines import chroma_server
+from support.engines import chroma_server, fresh_database
 from support.scripted_openai import ScriptedError, ScriptedOpenAI, trigram_embedding
 
 from pagefault import MemoryServices, Scope
@@ -161,3 +161,32 @@ def test_a_document_larger_than_the_servers_batch_limit_is_written_in_batches(tm
         hits = [r.text for r, _ in svc.archival.search(scope, "Manual page 5555 valve", 3)]
         assert "Manual page 5555: valve 16665 opens at 61105 kPa." in hits
         MemoryServices.forget(str(tmp_path / "data"))
+
+
+def test_on_the_replicated_setup_an_insert_the_embedding_refuses_is_set_aside_and_named_by_doctor(tmp_path):
+    long_text = _long_text()
+    data_dir = str(tmp_path / "data")
+    with fresh_database("pf_set_aside") as url, chroma_server(tmp_path / "chroma") as chroma, \
+            ScriptedOpenAI(embed=_refusing_long_inputs) as api:
+        svc = MemoryServices.open(data_dir, chroma_url=chroma.url, database_url=url,
+                                  embeddings=EmbeddingModel("scripted-trigram", api.embeddings()))
+        journal = svc.archival.journal
+        journal.linger = 3600  # the three inserts are written in one pass, when the first search asks
+        alice, bob = Scope("alice"), Scope("bob")
+        svc.archival.insert(bob, "Bob parks his bicycle behind the bakery.", defer=True)
+        refused = svc.archival.insert(alice, long_text, defer=True)
+        svc.archival.insert(alice, "Alice keeps the spare key in the blue teapot.", defer=True)
+
+        assert [r.text for r, _ in svc.archival.search(bob, "where does Bob park his bicycle", 1)] == [
+            "Bob parks his bicycle behind the bakery."]
+        assert [r.text for r, _ in svc.archival.search(alice, "spare key teapot", 3)] == [
+            "Alice keeps the spare key in the blue teapot."]
+        aside = journal.set_aside()
+        assert [(a.rid, a.scope, a.text) for a in aside] == [(refused.id, alice.key, long_text)], "kept, whole"
+        assert "maximum context length" in aside[0].error and not journal.is_pending(refused.id)
+
+        said = report(diagnose(data_dir, database_url=url, chroma_url=chroma.url))
+        line = next((x for x in said.splitlines() if "set aside" in x), "")
+        assert line.startswith("problem: ") and "1 archival insert(s) set aside" in line, said
+        assert refused.id in line and "maximum context length" in line and "start a replica again" in line
+        MemoryServices.forget(data_dir)

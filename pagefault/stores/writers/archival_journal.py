@@ -208,7 +208,7 @@ class ArchivalJournal(WriteBehind):
         """The inserts set aside since the store was opened (see the module docstring), oldest first."""
         with self._cond:
             rows = self._db.execute(f"SELECT rid, scope, entry, error, at FROM {SET_ASIDE_TABLE} ORDER BY seq").fetchall()
-        return [SetAside(rid, scope, _text(entry), error, at) for rid, scope, entry, error, at in rows]
+        return [SetAside(rid, scope, entry_text(entry), error, at) for rid, scope, entry, error, at in rows]
 
     def pending_in(self, scope: Scope) -> list[str]:
         with self._cond:
@@ -297,36 +297,10 @@ class ArchivalJournal(WriteBehind):
                     self._cond.notify_all()
 
     def _write_pass(self, rows: list[tuple[int, str, str, str]]) -> None:
-        """Write journalled ``rows`` (in order, a run of one scope at a time) and delete them; a run whose
-        write fails for a reason not of the machine is halved until the inserts that fail alone are found,
-        which are set aside (see the module docstring); a failure of the machine is raised."""
-        readable, failed = [], []
-        for row in rows:
-            try:
-                entry_runs([row])
-            except Exception as exc:  # a row this version cannot read: no pass ever will
-                failed.append((row[0], row[1], row[2], exc))
-                continue
-            readable.append(row)
-        wrote = False
-        for scope, run in entry_runs(readable):
-            parts = [run]
-            while parts:
-                part = parts.pop(0)
-                try:
-                    self.apply(scope, [entry for _, entry in part])
-                except Exception as exc:
-                    if _of_the_machine(exc):
-                        raise
-                    if len(part) > 1:
-                        parts[:0] = [part[:len(part) // 2], part[len(part) // 2:]]
-                        continue
-                    failed.append((part[0][0], scope.key, part[0][1][4], exc))
-                    if not wrote and len(failed) >= SET_ASIDE_PROBES:
-                        raise
-                    continue
-                wrote = True
-                self._written([seq for seq, _ in part], {entry[4] for _, entry in part})
+        """Write journalled ``rows`` and delete them, setting aside those whose write fails alone
+        (``write_isolating``); a failure of the machine, or of everything, is raised."""
+        failed = write_isolating(rows, self.apply, lambda part: self._written([seq for seq, _ in part],
+                                                                               {entry[4] for _, entry in part}))
         if failed:
             self._set_aside(failed)
 
@@ -345,7 +319,7 @@ class ArchivalJournal(WriteBehind):
         for rid in rids - left:
             self._pending.pop(rid, None)
 
-    def _set_aside(self, failed: Sequence[tuple[int, str, str, BaseException]]) -> None:
+    def _set_aside(self, failed: Sequence[Failed]) -> None:
         """Move the journal rows of inserts whose write failed alone to ``SET_ASIDE_TABLE``, and say so."""
         at = time.time()
         with self._cond:
@@ -354,14 +328,61 @@ class ArchivalJournal(WriteBehind):
                 for seq, _, _, exc in failed:
                     self._db.execute(f"INSERT OR REPLACE INTO {SET_ASIDE_TABLE} (seq, scope, rid, entry, error, at) "
                                      "SELECT seq, scope, rid, entry, ?, ? FROM archival_journal WHERE seq = ?",
-                                     (_said(exc), at, seq))
+                                     (said(exc), at, seq))
                     self._db.execute("DELETE FROM archival_journal WHERE seq = ?", (seq,))
             self._forget({rid for _, _, rid, _ in failed})
             self._cond.notify_all()
-        for _, scope, rid, exc in failed:
-            log.error("archival insert %s of %s set aside: its write failed on its own (%s); the other inserts are "
-                      "written. pagefault doctor lists it; it is tried again when the store is next opened",
-                      rid, scope, _said(exc))
+        report_set_aside(failed)
+
+
+#: A journal row that could not be written: its sequence number, scope key, record id and the error.
+Failed = tuple[int, str, str, BaseException]
+
+
+def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
+                    written: Callable[[list[tuple[int, Entry]]], object]) -> list[Failed]:
+    """Write journal ``rows`` (seq, scope key, rid, entry) in order, a run of one scope at a time, with
+    ``apply``, telling ``written`` each part written; return the rows that failed alone (see the module
+    docstring), unwritten. A run whose write fails for a reason not of the machine is halved until
+    those are found, and a row that cannot be read fails alone at once. A failure of the machine is
+    raised, and so is the ``SET_ASIDE_PROBES``-th row failing alone before anything was written."""
+    readable: list[tuple[int, str, str, str]] = []
+    failed: list[Failed] = []
+    for row in rows:
+        try:
+            entry_runs([row])
+        except Exception as exc:  # a row this version cannot read: no pass ever will
+            failed.append((row[0], row[1], row[2], exc))
+            continue
+        readable.append(row)
+    wrote = False
+    for scope, run in entry_runs(readable):
+        parts = [run]
+        while parts:
+            part = parts.pop(0)
+            try:
+                apply(scope, [entry for _, entry in part])
+            except Exception as exc:
+                if _of_the_machine(exc):
+                    raise
+                if len(part) > 1:
+                    parts[:0] = [part[:len(part) // 2], part[len(part) // 2:]]
+                    continue
+                failed.append((part[0][0], scope.key, part[0][1][4], exc))
+                if not wrote and len(failed) >= SET_ASIDE_PROBES:
+                    raise
+                continue
+            wrote = True
+            written(part)
+    return failed
+
+
+def report_set_aside(failed: Sequence[Failed]) -> None:
+    """Log each insert set aside, as an error."""
+    for _, scope, rid, exc in failed:
+        log.error("archival insert %s of %s set aside: its write failed on its own (%s); the other inserts are "
+                  "written. pagefault doctor lists it; it is tried again when the store is next opened",
+                  rid, scope, said(exc))
 
 
 def _of_the_machine(exc: BaseException) -> bool:
@@ -378,13 +399,13 @@ def _of_the_machine(exc: BaseException) -> bool:
     return False
 
 
-def _said(exc: BaseException) -> str:
+def said(exc: BaseException) -> str:
     """An error as one line: its class and the first line of its message."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def _text(raw: str) -> str:
+def entry_text(raw: str) -> str:
     """The text of a journal row's entry ('' if the row cannot be read)."""
     try:
         return str(json.loads(raw)["text"])
