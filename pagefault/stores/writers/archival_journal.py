@@ -12,12 +12,14 @@ BM25, in order, then deletes the row. What keeps this safe:
   SQLite's ``OperationalError`` among its causes) stays journalled; the read that waits for it gets
   the error, and the next insert or read retries it.
 - A write that fails otherwise (an engine or an embedding refusing what it was given) is halved until
-  the inserts that fail on their own are found; the others are written, and those are set aside
-  (``SET_ASIDE_TABLE``, in the journal's file: kept, never retried in the writer's passes, so no read
-  waits for them), logged, and named by ``pagefault doctor``. Each open of the store journals them again,
-  once: fixing the cause and reopening writes them. If the first ``SET_ASIDE_PROBES`` inserts tried
-  alone fail before anything is written, the fault is taken to be the store's or the model's, not
-  theirs: they stay journalled, as above. A row the journal cannot read is set aside at once.
+  the inserts that fail on their own are found, and the others are written. An insert that failed on
+  its own is set aside when its pass wrote others (the store works: the fault is that insert's), when
+  it was set aside before, or on its ``SET_ASIDE_AFTER``-th pass failing; until then it stays
+  journalled, as above. Set aside means moved to ``SET_ASIDE_TABLE`` in the journal's file: kept,
+  never retried in the writer's passes (so no read waits for it), logged, and named by
+  ``pagefault doctor``. Each open of the store journals them again, once: fixing the cause and
+  reopening writes them. If the first ``SET_ASIDE_PROBES`` inserts tried alone fail before anything
+  is written, the fault is taken to be the store's or the model's: the pass stops there.
 - A pass writes at most ``PASS_ROWS`` journalled inserts, so a backlog (a burst of inserts, a journal
   that grew while a store was down) is written in bounded passes, one after another.
 
@@ -64,6 +66,8 @@ PASS_ROWS = 1_000
 #: Inserts that failed alone, before anything of their pass was written, that stop the pass (see the
 #: module docstring): the fault is then the store's or the model's, and everything stays journalled.
 SET_ASIDE_PROBES = 3
+#: The pass in which an insert failing on its own, with nothing of its pass written, is set aside.
+SET_ASIDE_AFTER = 2
 #: The table of the journal's file holding inserts whose write failed on its own (see the module docstring).
 SET_ASIDE_TABLE = "archival_set_aside"
 
@@ -166,6 +170,8 @@ class ArchivalJournal(WriteBehind):
                          " rid TEXT NOT NULL, entry TEXT NOT NULL, error TEXT NOT NULL, at REAL NOT NULL)")
         with self._db:  # inserts set aside before are tried once more, from the journal (the module docstring)
             self._db.execute("BEGIN IMMEDIATE")
+            #: Those inserts, and how many passes failed each insert failing on its own here (``Lone``).
+            self._lone = Lone({r[0] for r in self._db.execute(f"SELECT rid FROM {SET_ASIDE_TABLE}").fetchall()})
             self._db.execute(f"INSERT INTO archival_journal (scope, rid, entry) SELECT scope, rid, entry FROM "
                              f"{SET_ASIDE_TABLE} ORDER BY seq")
             self._db.execute(f"DELETE FROM {SET_ASIDE_TABLE}")
@@ -299,10 +305,13 @@ class ArchivalJournal(WriteBehind):
     def _write_pass(self, rows: list[tuple[int, str, str, str]]) -> None:
         """Write journalled ``rows`` and delete them, setting aside those whose write fails alone
         (``write_isolating``); a failure of the machine, or of everything, is raised."""
-        failed = write_isolating(rows, self.apply, lambda part: self._written([seq for seq, _ in part],
-                                                                               {entry[4] for _, entry in part}))
-        if failed:
-            self._set_aside(failed)
+        failed, wrote = write_isolating(rows, self.apply, lambda part: self._written([seq for seq, _ in part],
+                                                                                      {entry[4] for _, entry in part}))
+        aside, kept = self._lone.judged(failed, wrote)
+        if aside:
+            self._set_aside(aside)
+        if kept:
+            raise kept[0][3]
 
     def _written(self, seqs: list[int], rids: set[str]) -> None:
         """Delete written journal rows; their records are no longer pending unless journalled again."""
@@ -339,13 +348,37 @@ class ArchivalJournal(WriteBehind):
 Failed = tuple[int, str, str, BaseException]
 
 
+class Lone:
+    """Which inserts that failed on their own a journal sets aside (see the module docstring): it
+    remembers the records set aside before this open (``before``) and how many passes failed each."""
+
+    def __init__(self, before: set[str]) -> None:
+        self.before = before
+        self._passes: dict[str, int] = {}
+
+    def judged(self, failed: list[Failed], wrote: bool) -> tuple[list[Failed], list[Failed]]:
+        """``failed`` (from a pass that ``wrote`` others or not) as (to set aside, to keep journalled)."""
+        aside, kept = [], []
+        for f in failed:
+            rid = f[2]
+            self._passes[rid] = self._passes.get(rid, 0) + 1
+            if wrote or rid in self.before or self._passes[rid] >= SET_ASIDE_AFTER:
+                aside.append(f)
+                self._passes.pop(rid, None)
+                self.before.discard(rid)
+            else:
+                kept.append(f)
+        return aside, kept
+
+
 def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
-                    written: Callable[[list[tuple[int, Entry]]], object]) -> list[Failed]:
+                    written: Callable[[list[tuple[int, Entry]]], object]) -> tuple[list[Failed], bool]:
     """Write journal ``rows`` (seq, scope key, rid, entry) in order, a run of one scope at a time, with
     ``apply``, telling ``written`` each part written; return the rows that failed alone (see the module
-    docstring), unwritten. A run whose write fails for a reason not of the machine is halved until
-    those are found, and a row that cannot be read fails alone at once. A failure of the machine is
-    raised, and so is the ``SET_ASIDE_PROBES``-th row failing alone before anything was written."""
+    docstring), unwritten, and whether any part was written. A run whose write fails for a reason not of
+    the machine is halved until those are found, and a row that cannot be read fails alone at once. A
+    failure of the machine is raised, and so is the ``SET_ASIDE_PROBES``-th row failing alone before
+    anything was written."""
     readable: list[tuple[int, str, str, str]] = []
     failed: list[Failed] = []
     for row in rows:
@@ -374,14 +407,14 @@ def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
                 continue
             wrote = True
             written(part)
-    return failed
+    return failed, wrote
 
 
 def report_set_aside(failed: Sequence[Failed]) -> None:
     """Log each insert set aside, as an error."""
     for _, scope, rid, exc in failed:
-        log.error("archival insert %s of %s set aside: its write failed on its own (%s); the other inserts are "
-                  "written. pagefault doctor lists it; it is tried again when the store is next opened",
+        log.error("archival insert %s of %s set aside: its write failed on its own (%s); the other journalled "
+                  "inserts go on. pagefault doctor lists it; it is tried again when the store is next opened",
                   rid, scope, said(exc))
 
 

@@ -41,6 +41,7 @@ from pagefault.stores.writers.archival_journal import (
     PASS_ROWS,
     Appended,
     Apply,
+    Lone,
     Prepare,
     SetAside,
     WriteBehind,
@@ -95,8 +96,10 @@ class SharedJournal(WriteBehind):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {a} (seq bigint PRIMARY KEY, scope text NOT NULL, rid text NOT NULL,"
                          " entry text NOT NULL, error text NOT NULL, at double precision NOT NULL)")
             with conn.transaction():  # inserts set aside before are tried once more, from the journal
+                before = conn.execute(f"SELECT rid FROM {a}").fetchall()
                 conn.execute(f"WITH moved AS (DELETE FROM {a} RETURNING seq, scope, rid, entry) INSERT INTO {t} "
                              "(scope, rid, entry) SELECT scope, rid, entry FROM moved ORDER BY seq")
+            self._lone = Lone({str(_value(r)) for r in before})  # which inserts failing alone are set aside
             left = conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall()
         if left:  # rows a process that stopped left: written now, by whichever replica takes them first
             self._wake()
@@ -267,8 +270,11 @@ class SharedJournal(WriteBehind):
             rows = self._conn.execute(f"SELECT seq, scope, rid, entry FROM {t} ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
                                       (PASS_ROWS,)).fetchall()
             done: list[int] = []
-            failed = write_isolating([tuple(r) for r in rows], self.apply,
-                                     lambda part: done.extend(seq for seq, _ in part))
+            failed, wrote = write_isolating([tuple(r) for r in rows], self.apply,
+                                            lambda part: done.extend(seq for seq, _ in part))
+            failed, kept = self._lone.judged(failed, wrote)
+            if kept:  # rolls the pass back: everything stays journalled (what was written is written again)
+                raise kept[0][3]
             for seq, _, _, exc in failed:
                 self._conn.execute(f"INSERT INTO {a} (seq, scope, rid, entry, error, at) SELECT seq, scope, rid, entry,"
                                    f" %s, %s FROM {t} WHERE seq = %s ON CONFLICT (seq) DO NOTHING",
