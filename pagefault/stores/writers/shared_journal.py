@@ -260,7 +260,9 @@ class SharedJournal(WriteBehind):
                         self._cond.wait(SHARED_POLL_SECONDS)
 
     def _write_rows(self) -> int:
-        """Take every row no other process holds, write them, delete them, commit; how many were taken."""
+        """Take the first ``PASS_ROWS`` rows no other process holds, write them (setting aside those that fail
+        alone, ``write_isolating``), delete what is written or set aside, commit; how many were taken. An
+        insert failing alone that is not set aside yet stays journalled, and its error is raised."""
         import psycopg
 
         if self._conn is None:
@@ -272,16 +274,16 @@ class SharedJournal(WriteBehind):
             done: list[int] = []
             failed, wrote = write_isolating([tuple(r) for r in rows], self.apply,
                                             lambda part: done.extend(seq for seq, _ in part))
-            failed, kept = self._lone.judged(failed, wrote)
-            if kept:  # rolls the pass back: everything stays journalled (what was written is written again)
-                raise kept[0][3]
-            for seq, _, _, exc in failed:
+            aside, kept = self._lone.judged(failed, wrote)  # ``kept`` stay journalled: raised once this commits
+            for seq, _, _, exc in aside:
                 self._conn.execute(f"INSERT INTO {a} (seq, scope, rid, entry, error, at) SELECT seq, scope, rid, entry,"
                                    f" %s, %s FROM {t} WHERE seq = %s ON CONFLICT (seq) DO NOTHING",
                                    (said(exc), time.time(), seq))
             if rows:
-                self._conn.execute(f"DELETE FROM {t} WHERE seq = ANY(%s)", (done + [f[0] for f in failed],))
-        report_set_aside(failed)
+                self._conn.execute(f"DELETE FROM {t} WHERE seq = ANY(%s)", (done + [f[0] for f in aside],))
+        report_set_aside(aside)
+        if kept:
+            raise kept[0][3]
         if len(rows) == PASS_ROWS:  # more are left: the next pass takes them without waiting for a wake
             with self._cond:
                 self._sweep = True
