@@ -17,6 +17,10 @@ every process that opens it, and past ``EMBEDDED_RECORD_LIMIT`` records of eithe
 they take says to move to a Chroma server (README, "Run it in production"). The records are counted
 from the BM25 file's own per-scope counts: nothing is loaded or embedded.
 
+Archival inserts the write-behind set aside, because their write failed on its own while the others
+were written (``stores.writers.archival_journal``), are a ``problem:`` line (``set_aside_problems``):
+how many, the first ones with their error, and what to do.
+
 ``data_dir_problems`` is the same check of the directory without the slow parts (SQLite's
 ``quick_check``, opening Chroma): the CLI runs it before every command, so a bad directory is one
 line naming the file, never a traceback from deep inside a store.
@@ -39,6 +43,8 @@ from pagefault.maintenance.transfer import IMPORT_JOURNAL, IMPORT_LOCK, unfinish
 from pagefault.models.embedding_choice import DEFAULT, ENV, FORMER_DEFAULT, choice_name, opens_as
 from pagefault.stores.index.embedding_record import LEGACY, ChromaCatalog, EmbeddingRecord, active, legacy_name, of_kind
 from pagefault.stores.services import ARCHIVAL_RECENT_FILE, RECALL_FILE
+from pagefault.stores.writers.archival_journal import SET_ASIDE_TABLE
+from pagefault.stores.writers.shared_journal import SHARED_SET_ASIDE_TABLE
 
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_writes", "checkpoint_blobs", "store")
 INDEX_KINDS = ("archival", "recall", "recall_unit")
@@ -353,6 +359,61 @@ def record_counts(data_dir: str) -> RecordCounts | None:
     return RecordCounts(*found)
 
 
+#: Set-aside inserts ``set_aside_problems`` names one by one; the rest are counted.
+SET_ASIDE_NAMED = 3
+
+
+def set_aside_problems(data_dir: str) -> list[str]:
+    """A problem line (naming the BM25 file, where the journal keeps them) when archival inserts were set
+    aside: their count, the first ``SET_ASIDE_NAMED`` with their user and error, and what to do. Nothing
+    when there are none, or the file cannot be read (its own check says why)."""
+    path = os.path.join(os.path.abspath(os.path.expanduser(data_dir)), LEXICAL_FILE)
+    if not os.path.isfile(path):
+        return []
+    try:
+        conn = _read_only(path, immutable=not _writable(os.path.dirname(path)))
+        try:
+            if SET_ASIDE_TABLE not in _table_names(conn):
+                return []
+            n = int(conn.execute(f"SELECT count(*) FROM {SET_ASIDE_TABLE}").fetchone()[0])
+            first = conn.execute(f"SELECT rid, scope, error FROM {SET_ASIDE_TABLE} ORDER BY seq LIMIT ?",
+                                 (SET_ASIDE_NAMED,)).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
+    return _set_aside_line(path, SET_ASIDE_TABLE, n, first, "open the directory again (restart the server, or run "
+                           "any pagefault command)")
+
+
+def shared_set_aside_problems(database_url: str) -> list[str]:
+    """``set_aside_problems`` for the replicated setup, whose journal sets inserts aside in the shared
+    database (the line names it, without its password). Nothing if there are none or it cannot be read."""
+    import psycopg
+
+    try:
+        with psycopg.connect(database_url, connect_timeout=int(backends.CONNECT_TIMEOUT), autocommit=True) as conn:
+            if conn.execute("SELECT to_regclass(%s)", (SHARED_SET_ASIDE_TABLE,)).fetchone() in (None, (None,)):
+                return []
+            row = conn.execute(f"SELECT count(*) FROM {SHARED_SET_ASIDE_TABLE}").fetchone()
+            first = conn.execute(f"SELECT rid, scope, error FROM {SHARED_SET_ASIDE_TABLE} ORDER BY seq LIMIT %s",
+                                 (SET_ASIDE_NAMED,)).fetchall()
+    except psycopg.Error:
+        return []
+    return _set_aside_line(backends.public_url(database_url), SHARED_SET_ASIDE_TABLE, int(row[0]) if row else 0,
+                           [tuple(r) for r in first], "start a replica again")
+
+
+def _set_aside_line(where: str, table: str, n: int, first: list[Any], reopen: str) -> list[str]:
+    if not n:
+        return []
+    named = "; ".join(f"{rid} of {scope!r}: {error}" for rid, scope, error in first)
+    more = f"; and {n - len(first)} more" if n > len(first) else ""
+    return [f"{where}: {n} archival insert(s) set aside (table {table}) because their write failed on its own while "
+            f"the others were written: {named}{more}. They are kept, not searchable: fix what the error says (often "
+            f"the embedding's provider refusing the text), then {reopen}: each open tries them once more"]
+
+
 def resident_estimate(counts: RecordCounts) -> int:
     """Bytes an embedded process on a directory with ``counts`` is expected to hold resident (after its
     first searches), from ``benchmarks/rss_scale.py``'s fit."""
@@ -555,6 +616,11 @@ def diagnose(data_dir: str | None = None, database_url: str | None = None,
         embeddings, mixed = embedding_check(data_dir, server)
         checks.append(embeddings)
         problems += mixed
+    lexical_file = os.path.join(data_dir, LEXICAL_FILE)  # the embedded journal's file, unless it has a problem
+    if not server and not any(p and p.startswith(lexical_file) for p in problems):
+        problems += set_aside_problems(data_dir)
+    elif server and db and pg_ok:
+        problems += shared_set_aside_problems(db)
     # Where the vectors live in this process (embedded, Postgres-only), their number bounds it.
     warnings = scale_warnings(data_dir, limit=record_limit) \
         if not server and about(os.path.join(data_dir, LEXICAL_FILE)) is None else []

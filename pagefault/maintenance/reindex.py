@@ -42,6 +42,7 @@ from tqdm import tqdm
 from pagefault.engines import connections as backends
 from pagefault.engines.directory_use import alone
 from pagefault.models.embedding_choice import EmbeddingChoice, EmbeddingModel, embedding_model
+from pagefault.stores.index.batched_writes import BatchedCollection, write_limit
 from pagefault.stores.index.embedding_record import (
     KINDS,
     ChromaCatalog,
@@ -178,12 +179,12 @@ class _Stores:
         """Collection ``name`` of ``kind``'s tier, to read (``writing`` False) or to fill."""
         if self.server:
             col = self.chroma.collection(name) if writing else self.client.get_collection(name, embedding_function=None)
-            return backends.ServerCollection(col, self.server)
+            return BatchedCollection(backends.ServerCollection(col, self.server), write_limit(self.client))
         if kind != "archival":
             return ResidentCollection(os.path.join(self.path, RECALL_FILE), name)
         hot = ResidentCollection(os.path.join(self.path, ARCHIVAL_RECENT_FILE), name)
-        if writing:  # a whole collection at a time: straight into Chroma
-            return self.chroma.collection(name)
+        if writing:  # a whole collection at a time: straight into Chroma, in batches it takes (``--batch`` may be more)
+            return BatchedCollection(self.chroma.collection(name), write_limit(self.client))
         if name not in self.chroma.names():
             return hot
         return TieredCollection(self.client.get_collection(name, embedding_function=None), hot)

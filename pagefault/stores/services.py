@@ -40,6 +40,7 @@ from pagefault.models.embedding_choice import (
     opens_as,
 )
 from pagefault.stores.archival import ArchivalStore
+from pagefault.stores.index.batched_writes import BatchedCollection, write_limit
 from pagefault.stores.index.embedding_record import (
     KINDS,
     ChromaCatalog,
@@ -149,10 +150,12 @@ class MemoryServices:
             model = EmbeddingModel.offline()
             chroma, names = _opened_tiers(client, path, server, model)
         index_path = os.path.join(path, "lexical.sqlite")
+        limit = write_limit(client)  # the most records one Chroma write takes (``batched_writes``)
 
         def hybrid(kind: str, name: str) -> HybridIndex:
-            col: VectorCollection = backends.server_collection(client, server, name, lambda _: chroma.collection(name)) \
-                if server else chroma.collection(name)
+            col: VectorCollection = BatchedCollection(
+                backends.server_collection(client, server, name, lambda _: chroma.collection(name))
+                if server else chroma.collection(name), limit)
             lexical: LexicalBackend = PostgresLexicalIndex(shared, kind) if shared else LexicalIndex(index_path, kind)
             # A Chroma server with the BM25 file here: other hosts may write what this file lacks.
             return HybridIndex(col, lexical, model, shadow_is_complete=not (server and not shared))

@@ -51,7 +51,7 @@ def _say(graph, ctx, thread, text):
 
 def test_services_use_the_server_and_postgres(engines):
     svc = _svc(engines)
-    assert isinstance(svc.archival.index.collection, ServerCollection)
+    assert isinstance(svc.archival.index.collection.inner, ServerCollection)  # behind its write batches
     assert isinstance(svc.archival.index.lexical, PostgresLexicalIndex)
     assert svc.chroma_url == engines["chroma"] and svc.database_url == engines["url"]
     rec = svc.archival.insert(Scope("srv-carl"), "Carl keeps his spare keys under the blue flowerpot.", ["home"])

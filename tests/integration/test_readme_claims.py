@@ -285,7 +285,8 @@ OPENS_TOGETHER = textwrap.dedent("""
     svc.archival.insert(Scope("both"), f"The {word} lighthouse keeper logged a ship.")
     svc.recall.add(Scope("both"), f"thread-{word}", [(0, HumanMessage(f"I met the {word} keeper."))], "cp-1")
     svc.recall.writer.flush()
-    print(json.dumps({"archival": str(svc.archival.index.collection.id), "recall": str(svc.recall.index.collection.id)}))
+    print(json.dumps({"archival": str(svc.archival.index.collection.inner.id),
+                      "recall": str(svc.recall.index.collection.inner.id)}))
 """)
 
 

@@ -1,9 +1,10 @@
 """The two seams of the search indexes: where vectors live and where BM25 lives.
 
 ``VectorCollection`` is the part of Chroma's ``Collection`` API that pagefault calls. A Chroma
-collection (embedded or, through ``engines.connections.ServerCollection``, on a server), recall's
-``ResidentCollection`` and archival's ``TieredCollection`` all offer it, so ``HybridIndex`` and the
-stores around it do not know which one they have. Every method is called with keywords only: the
+collection (embedded or, through ``engines.connections.ServerCollection``, on a server; either one
+behind ``batched_writes.BatchedCollection``), recall's ``ResidentCollection`` and archival's
+``TieredCollection`` all offer it, so ``HybridIndex`` and the stores around it do not know which one
+they have. Every method is called with keywords only: the
 implementations order their parameters differently.
 
 ``LexicalBackend`` is the BM25 shadow beside it: ``LexicalIndex`` (SQLite FTS5, one host) and
@@ -145,12 +146,13 @@ if TYPE_CHECKING:  # each implementation satisfies its protocol (checked by mypy
     from chromadb.api.models.Collection import Collection
 
     from pagefault.engines.connections import ServerCollection
+    from pagefault.stores.index.batched_writes import BatchedCollection
     from pagefault.stores.index.lexical_postgres import PostgresLexicalIndex
     from pagefault.stores.index.lexical_sqlite import LexicalIndex
     from pagefault.stores.index.resident_vectors import ResidentCollection
     from pagefault.stores.index.tiered_vectors import TieredCollection
 
     def _conforming(chroma: Collection, server: ServerCollection, resident: ResidentCollection,
-                    tiered: TieredCollection, sqlite: LexicalIndex, postgres: PostgresLexicalIndex
-                    ) -> tuple[list[VectorCollection], list[LexicalBackend]]:
-        return [chroma, server, resident, tiered], [sqlite, postgres]
+                    tiered: TieredCollection, batched: BatchedCollection, sqlite: LexicalIndex,
+                    postgres: PostgresLexicalIndex) -> tuple[list[VectorCollection], list[LexicalBackend]]:
+        return [chroma, server, resident, tiered, batched], [sqlite, postgres]

@@ -8,8 +8,20 @@ BM25, in order, then deletes the row. What keeps this safe:
 
 - A crash loses nothing: rows left in the journal are written when the store is next opened.
 - Every read of the store in this process waits for the journal to drain (``ArchivalStore.index``).
-- A write that fails (a lock held too long, a full disk) stays journalled; the read that waits for
-  it gets the error, and the next insert or read retries it.
+- A write that fails for a reason of the machine (a lock held too long, a full disk: an ``OSError`` or
+  SQLite's ``OperationalError`` among its causes) stays journalled; the read that waits for it gets
+  the error, and the next insert or read retries it.
+- A write that fails otherwise (an engine or an embedding refusing what it was given) is halved until
+  the inserts that fail on their own are found, and the others are written. An insert that failed on
+  its own is set aside when its pass wrote others (the store works: the fault is that insert's), when
+  it was set aside before, or on its ``SET_ASIDE_AFTER``-th pass failing; until then it stays
+  journalled, as above. Set aside means moved to ``SET_ASIDE_TABLE`` in the journal's file: kept,
+  never retried in the writer's passes (so no read waits for it), logged, and named by
+  ``pagefault doctor``. Each open of the store journals them again, once: fixing the cause and
+  reopening writes them. If the first ``SET_ASIDE_PROBES`` inserts tried alone fail before anything
+  is written, the fault is taken to be the store's or the model's: the pass stops there.
+- A pass writes at most ``PASS_ROWS`` journalled inserts, so a backlog (a burst of inserts, a journal
+  that grew while a store was down) is written in bounded passes, one after another.
 
 The writer lingers ``LINGER_SECONDS`` for more inserts unless a read waits or the turn is over
 (``hurry``: a search is coming, or the answer is out), and writes the records
@@ -30,7 +42,8 @@ import sqlite3
 import threading
 import time
 import weakref
-from typing import Callable, Literal
+from dataclasses import dataclass
+from typing import Callable, Literal, Sequence
 
 from pagefault.models.embeddings import background_embedding
 from pagefault.stores.provenance import Provenance
@@ -48,6 +61,27 @@ Prepare = Callable[[list[str]], object]
 Appended = Literal["stored", "pending", "appended"]
 #: How long the writer waits for more inserts before writing what it has, unless a read is waiting.
 LINGER_SECONDS = 0.25
+#: The most journalled inserts one pass of the writer takes (a backlog is written in passes of this many).
+PASS_ROWS = 1_000
+#: Inserts that failed alone, before anything of their pass was written, that stop the pass (see the
+#: module docstring): the fault is then the store's or the model's, and everything stays journalled.
+SET_ASIDE_PROBES = 3
+#: The pass in which an insert failing on its own, with nothing of its pass written, is set aside.
+SET_ASIDE_AFTER = 2
+#: The table of the journal's file holding inserts whose write failed on its own (see the module docstring).
+SET_ASIDE_TABLE = "archival_set_aside"
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """An insert set aside: its record ``rid``, the ``scope`` key it belongs to, its ``text``, the ``error``
+    its write failed with and when (``at``, epoch seconds)."""
+
+    rid: str
+    scope: str
+    text: str
+    error: str
+    at: float
 
 
 class WriteBehind:
@@ -132,6 +166,16 @@ class ArchivalJournal(WriteBehind):
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS archival_journal (seq INTEGER PRIMARY KEY AUTOINCREMENT,"
                          " scope TEXT NOT NULL, rid TEXT NOT NULL, entry TEXT NOT NULL)")
+        self._db.execute(f"CREATE TABLE IF NOT EXISTS {SET_ASIDE_TABLE} (seq INTEGER PRIMARY KEY, scope TEXT NOT NULL,"
+                         " rid TEXT NOT NULL, entry TEXT NOT NULL, error TEXT NOT NULL, at REAL NOT NULL)")
+        with self._db:  # inserts set aside before are tried once more, from the journal (the module docstring)
+            self._db.execute("BEGIN IMMEDIATE")
+            #: Those inserts, and how many passes failed each insert failing on its own here (``Lone``).
+            self._lone = Lone({r[0] for r in self._db.execute(f"SELECT rid FROM {SET_ASIDE_TABLE}").fetchall()})
+            self._db.execute(f"INSERT INTO archival_journal (scope, rid, entry) SELECT scope, rid, entry FROM "
+                             f"{SET_ASIDE_TABLE} ORDER BY seq")
+            self._db.execute(f"DELETE FROM {SET_ASIDE_TABLE}")
+        self._backlog = False  # the last pass left journalled rows behind: the next one does not linger
         self._cond = threading.Condition()
         self._pending: dict[str, str] = dict(self._db.execute("SELECT rid, scope FROM archival_journal").fetchall())
         self._error: BaseException | None = None
@@ -165,6 +209,12 @@ class ArchivalJournal(WriteBehind):
     def is_pending(self, rid: str) -> bool:
         with self._cond:
             return rid in self._pending
+
+    def set_aside(self) -> list[SetAside]:
+        """The inserts set aside since the store was opened (see the module docstring), oldest first."""
+        with self._cond:
+            rows = self._db.execute(f"SELECT rid, scope, entry, error, at FROM {SET_ASIDE_TABLE} ORDER BY seq").fetchall()
+        return [SetAside(rid, scope, entry_text(entry), error, at) for rid, scope, entry, error, at in rows]
 
     def pending_in(self, scope: Scope) -> list[str]:
         with self._cond:
@@ -227,36 +277,175 @@ class ArchivalJournal(WriteBehind):
         while True:
             with self._cond:
                 self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
-            self._linger()
+            if not self._backlog:
+                self._linger()
             with self._cond:
                 self._hurried = False  # a hurry is for what is journalled now; later inserts linger again
-                rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq").fetchall()
+                rows = self._db.execute("SELECT seq, scope, rid, entry FROM archival_journal ORDER BY seq LIMIT ?",
+                                        (PASS_ROWS,)).fetchall()
+                self._backlog = len(rows) == PASS_ROWS
                 # Rows gone from the table were written by another process on this directory (a CLI
                 # opened beside a server replays what it finds); waiting for them would never end.
-                present = {r[2] for r in rows}
+                present = {r[0] for r in self._db.execute("SELECT DISTINCT rid FROM archival_journal").fetchall()}
                 for rid in [r for r in self._pending if r not in present]:
                     del self._pending[rid]
                 self._cond.notify_all()
             start = time.perf_counter()
             try:
-                for scope, run in entry_runs(rows):
-                    self.apply(scope, [entry for _, entry in run])
-                    with self._cond:
-                        self._db.execute(f"DELETE FROM archival_journal WHERE seq IN ({','.join('?' * len(run))})",
-                                         [seq for seq, _ in run])
-                        for rid in {entry[4] for _, entry in run}:
-                            if not self._db.execute("SELECT 1 FROM archival_journal WHERE rid=?", (rid,)).fetchall():
-                                self._pending.pop(rid, None)
-                        self._cond.notify_all()
+                self._write_pass(rows)
             except Exception as exc:  # stays journalled; a waiting read raises it, the next wake retries
                 log.warning("archival write-behind failed, will retry: %s", exc)
                 with self._cond:
                     self._error = exc
+                    self._backlog = False
             finally:
                 with self._cond:
                     self.busy_seconds += time.perf_counter() - start
                     self._attempt += 1
                     self._cond.notify_all()
+
+    def _write_pass(self, rows: list[tuple[int, str, str, str]]) -> None:
+        """Write journalled ``rows`` and delete them, setting aside those whose write fails alone
+        (``write_isolating``); a failure of the machine, or of everything, is raised."""
+        failed, wrote = write_isolating(rows, self.apply, lambda part: self._written([seq for seq, _ in part],
+                                                                                      {entry[4] for _, entry in part}))
+        aside, kept = self._lone.judged(failed, wrote)
+        if aside:
+            self._set_aside(aside)
+        if kept:
+            raise kept[0][3]
+
+    def _written(self, seqs: list[int], rids: set[str]) -> None:
+        """Delete written journal rows; their records are no longer pending unless journalled again."""
+        with self._cond:
+            self._db.execute(f"DELETE FROM archival_journal WHERE seq IN ({','.join('?' * len(seqs))})", seqs)
+            self._forget(rids)
+            self._cond.notify_all()
+
+    def _forget(self, rids: set[str]) -> None:
+        """Drop from ``_pending`` those of ``rids`` no longer journalled (the caller holds ``_cond``)."""
+        ids = sorted(rids)
+        left = {r[0] for r in self._db.execute(
+            f"SELECT DISTINCT rid FROM archival_journal WHERE rid IN ({','.join('?' * len(ids))})", ids).fetchall()}
+        for rid in rids - left:
+            self._pending.pop(rid, None)
+
+    def _set_aside(self, failed: Sequence[Failed]) -> None:
+        """Move the journal rows of inserts whose write failed alone to ``SET_ASIDE_TABLE``, and say so."""
+        at = time.time()
+        with self._cond:
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                for seq, _, _, exc in failed:
+                    self._db.execute(f"INSERT OR REPLACE INTO {SET_ASIDE_TABLE} (seq, scope, rid, entry, error, at) "
+                                     "SELECT seq, scope, rid, entry, ?, ? FROM archival_journal WHERE seq = ?",
+                                     (said(exc), at, seq))
+                    self._db.execute("DELETE FROM archival_journal WHERE seq = ?", (seq,))
+            self._forget({rid for _, _, rid, _ in failed})
+            self._cond.notify_all()
+        report_set_aside(failed)
+
+
+#: A journal row that could not be written: its sequence number, scope key, record id and the error.
+Failed = tuple[int, str, str, BaseException]
+
+
+class Lone:
+    """Which inserts that failed on their own a journal sets aside (see the module docstring): it
+    remembers the records set aside before this open (``before``) and how many passes failed each."""
+
+    def __init__(self, before: set[str]) -> None:
+        self.before = before
+        self._passes: dict[str, int] = {}
+
+    def judged(self, failed: list[Failed], wrote: bool) -> tuple[list[Failed], list[Failed]]:
+        """``failed`` (from a pass that ``wrote`` others or not) as (to set aside, to keep journalled)."""
+        aside, kept = [], []
+        for f in failed:
+            rid = f[2]
+            self._passes[rid] = self._passes.get(rid, 0) + 1
+            if wrote or rid in self.before or self._passes[rid] >= SET_ASIDE_AFTER:
+                aside.append(f)
+                self._passes.pop(rid, None)
+                self.before.discard(rid)
+            else:
+                kept.append(f)
+        return aside, kept
+
+
+def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
+                    written: Callable[[list[tuple[int, Entry]]], object]) -> tuple[list[Failed], bool]:
+    """Write journal ``rows`` (seq, scope key, rid, entry) in order, a run of one scope at a time, with
+    ``apply``, telling ``written`` each part written; return the rows that failed alone (see the module
+    docstring), unwritten, and whether any part was written. A run whose write fails for a reason not of
+    the machine is halved until those are found, and a row that cannot be read fails alone at once. A
+    failure of the machine is raised, and so is the ``SET_ASIDE_PROBES``-th row failing alone before
+    anything was written."""
+    readable: list[tuple[int, str, str, str]] = []
+    failed: list[Failed] = []
+    for row in rows:
+        try:
+            entry_runs([row])
+        except Exception as exc:  # a row this version cannot read: no pass ever will
+            failed.append((row[0], row[1], row[2], exc))
+            continue
+        readable.append(row)
+    wrote = False
+    for scope, run in entry_runs(readable):
+        parts = [run]
+        while parts:
+            part = parts.pop(0)
+            try:
+                apply(scope, [entry for _, entry in part])
+            except Exception as exc:
+                if _of_the_machine(exc):
+                    raise
+                if len(part) > 1:
+                    parts[:0] = [part[:len(part) // 2], part[len(part) // 2:]]
+                    continue
+                failed.append((part[0][0], scope.key, part[0][1][4], exc))
+                if not wrote and len(failed) >= SET_ASIDE_PROBES:
+                    raise
+                continue
+            wrote = True
+            written(part)
+    return failed, wrote
+
+
+def report_set_aside(failed: Sequence[Failed]) -> None:
+    """Log each insert set aside, as an error."""
+    for _, scope, rid, exc in failed:
+        log.error("archival insert %s of %s set aside: its write failed on its own (%s); the other journalled "
+                  "inserts go on. pagefault doctor lists it; it is tried again when the store is next opened",
+                  rid, scope, said(exc))
+
+
+def _of_the_machine(exc: BaseException) -> bool:
+    """Whether a write failed for a reason of the machine, not of what it wrote: an ``OSError`` (a full
+    disk, a lock held too long, an engine or a provider out of reach) or SQLite's ``OperationalError``
+    (a database locked) among its causes."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and not any(cause is s for s in seen):
+        if isinstance(cause, (OSError, sqlite3.OperationalError)):
+            return True
+        seen.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def said(exc: BaseException) -> str:
+    """An error as one line: its class and the first line of its message."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def entry_text(raw: str) -> str:
+    """The text of a journal row's entry ('' if the row cannot be read)."""
+    try:
+        return str(json.loads(raw)["text"])
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 def encode_entry(scope: Scope, text: str, tags: tuple[str, ...], prov: Provenance, since: float) -> str:

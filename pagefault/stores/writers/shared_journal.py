@@ -14,7 +14,11 @@ committed row, not the embedding, the Chroma server's upsert and the fact's time
 - Every read of the store, on any replica, first waits until the rows committed before it are gone
   (``flush``: one round trip when there are none); ``count`` counts journalled records with the stored
   ones, in one statement.
-- A write that fails stays journalled; the read waiting for it gets the error, the next wake retries.
+- A write that fails for a reason of the machine stays journalled; the read waiting for it gets the
+  error, the next wake retries. One that fails otherwise is halved until the inserts that fail alone
+  are found, and those are set aside in ``SHARED_SET_ASIDE_TABLE`` (as ``archival_journal`` does in its
+  file), the others written; each start of a replica journals them again, once. A pass takes at most
+  ``PASS_ROWS`` rows.
 """
 
 from __future__ import annotations
@@ -34,18 +38,26 @@ from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.writers.archival_journal import (
     LINGER_SECONDS,
+    PASS_ROWS,
     Appended,
     Apply,
+    Lone,
     Prepare,
+    SetAside,
     WriteBehind,
     encode_entry,
-    entry_runs,
+    entry_text,
+    report_set_aside,
+    said,
+    write_isolating,
 )
 
 log = logging.getLogger(__name__)
 
 #: The table of ``SharedJournal``, in the database the BM25 shadow is in.
 SHARED_JOURNAL_TABLE = "pagefault_archival_journal"
+#: Where inserts whose write failed on its own are set aside, in the same database.
+SHARED_SET_ASIDE_TABLE = "pagefault_archival_set_aside"
 #: How often a read waiting for inserts another replica is writing looks again.
 SHARED_POLL_SECONDS = 0.02
 
@@ -80,6 +92,14 @@ class SharedJournal(WriteBehind):
             conn.execute(f"CREATE TABLE IF NOT EXISTS {t} (seq bigserial PRIMARY KEY, scope text NOT NULL,"
                          " rid text NOT NULL, entry text NOT NULL)")
             conn.execute(f"CREATE INDEX IF NOT EXISTS {t}_scope ON {t} (scope)")
+            a = SHARED_SET_ASIDE_TABLE
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {a} (seq bigint PRIMARY KEY, scope text NOT NULL, rid text NOT NULL,"
+                         " entry text NOT NULL, error text NOT NULL, at double precision NOT NULL)")
+            with conn.transaction():  # inserts set aside before are tried once more, from the journal
+                before = conn.execute(f"SELECT rid FROM {a}").fetchall()
+                conn.execute(f"WITH moved AS (DELETE FROM {a} RETURNING seq, scope, rid, entry) INSERT INTO {t} "
+                             "(scope, rid, entry) SELECT scope, rid, entry FROM moved ORDER BY seq")
+            self._lone = Lone({str(_value(r)) for r in before})  # which inserts failing alone are set aside
             left = conn.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchall()
         if left:  # rows a process that stopped left: written now, by whichever replica takes them first
             self._wake()
@@ -117,6 +137,14 @@ class SharedJournal(WriteBehind):
                 return True
         with postgres_connection(self.url) as conn:
             return bool(conn.execute(f"SELECT 1 FROM {SHARED_JOURNAL_TABLE} WHERE rid = %s LIMIT 1", (rid,)).fetchall())
+
+    def set_aside(self) -> list[SetAside]:
+        """The inserts set aside (by any replica) since the last start, oldest first."""
+        with postgres_connection(self.url) as conn:
+            rows = conn.execute(f"SELECT rid, scope, entry, error, at FROM {SHARED_SET_ASIDE_TABLE} ORDER BY seq"
+                                ).fetchall()
+        values = [list(r.values()) if isinstance(r, dict) else list(r) for r in rows]  # the pool's dicts, or tuples
+        return [SetAside(str(v[0]), str(v[1]), entry_text(str(v[2])), str(v[3]), float(v[4])) for v in values]
 
     def pending_in(self, scope: Scope) -> list[str]:
         """Record ids of ``scope`` journalled (by any replica) and not yet written."""
@@ -234,19 +262,33 @@ class SharedJournal(WriteBehind):
                         self._cond.wait(SHARED_POLL_SECONDS)
 
     def _write_rows(self) -> int:
-        """Take every row no other process holds, write them, delete them, commit; how many were taken."""
+        """Take the first ``PASS_ROWS`` rows no other process holds, write them (setting aside those that fail
+        alone, ``write_isolating``), delete what is written or set aside, commit; how many were taken. An
+        insert failing alone that is not set aside yet stays journalled, and its error is raised."""
         import psycopg
 
         if self._conn is None:
             self._conn = psycopg.connect(self.url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT))
-        t = SHARED_JOURNAL_TABLE
+        t, a = SHARED_JOURNAL_TABLE, SHARED_SET_ASIDE_TABLE
         with self._conn.transaction():
-            rows = self._conn.execute(f"SELECT seq, scope, rid, entry FROM {t} ORDER BY seq FOR UPDATE SKIP LOCKED"
-                                      ).fetchall()
-            for scope, run in entry_runs([tuple(r) for r in rows]):
-                self.apply(scope, [entry for _, entry in run])
+            rows = self._conn.execute(f"SELECT seq, scope, rid, entry FROM {t} ORDER BY seq LIMIT %s FOR UPDATE SKIP LOCKED",
+                                      (PASS_ROWS,)).fetchall()
+            done: list[int] = []
+            failed, wrote = write_isolating([tuple(r) for r in rows], self.apply,
+                                            lambda part: done.extend(seq for seq, _ in part))
+            aside, kept = self._lone.judged(failed, wrote)  # ``kept`` stay journalled: raised once this commits
+            for seq, _, _, exc in aside:
+                self._conn.execute(f"INSERT INTO {a} (seq, scope, rid, entry, error, at) SELECT seq, scope, rid, entry,"
+                                   f" %s, %s FROM {t} WHERE seq = %s ON CONFLICT (seq) DO NOTHING",
+                                   (said(exc), time.time(), seq))
             if rows:
-                self._conn.execute(f"DELETE FROM {t} WHERE seq = ANY(%s)", ([r[0] for r in rows],))
+                self._conn.execute(f"DELETE FROM {t} WHERE seq = ANY(%s)", (done + [f[0] for f in aside],))
+        report_set_aside(aside)
+        if kept:
+            raise kept[0][3]
+        if len(rows) == PASS_ROWS:  # more are left: the next pass takes them without waiting for a wake
+            with self._cond:
+                self._sweep = True
         return len(rows)
 
     def _forget_written(self) -> None:

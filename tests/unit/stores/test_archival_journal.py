@@ -130,3 +130,56 @@ def test_a_coming_search_stops_the_writer_lingering_without_waiting(data_dir):
         time.sleep(0.01)
     assert not journal.is_pending(rec.id)
     assert [r.id for r, _ in svc.archival.search(scope, "red bicycle bakery", 1)] == [rec.id]
+
+
+def test_an_insert_refused_alone_is_set_aside_on_its_second_pass_and_reads_go_on(data_dir):
+    """A write refused (not a failure of the machine) with nothing else to write beside it: the first
+    read gets the error, as a store that fails would give it; the next pass sets the insert aside, kept,
+    and the read goes on (issue 44: one insert no one can write wedged every read of the directory)."""
+    svc, ana, bo = MemoryServices.open(data_dir), Scope("ana"), Scope("bo")
+    journal = svc.archival.journal
+    apply = journal.apply
+
+    def refusing(scope, entries):
+        if any("forbidden" in e[0] for e in entries):
+            raise ValueError("the engine refuses this record")
+        return apply(scope, entries)
+
+    journal.apply, journal.linger = refusing, 3600  # no pass before the first read asks for one
+    rec = svc.archival.insert(ana, "The forbidden record.", defer=True)
+    with pytest.raises(ValueError, match="refuses"):
+        svc.archival.get(bo, rec.id)  # a read that does not hurry the writer: the first pass is its own
+    assert journal.is_pending(rec.id)
+    assert svc.archival.search(bo, "anything", 1) == []  # second pass: set aside
+    assert [(a.rid, a.text) for a in journal.set_aside()] == [(rec.id, "The forbidden record.")]
+    kept = svc.archival.insert(ana, "Ana's bike is red.", defer=True)
+    assert [r.id for r, _ in svc.archival.search(ana, "bike", 3)] == [kept.id]
+
+
+def test_an_insert_failing_because_its_provider_is_out_of_reach_is_never_set_aside(data_dir):
+    """A failure of the machine (here an embedding provider out of reach: a refused connection behind
+    the embedding's error) is no fault of the insert: it stays journalled pass after pass, each read
+    gets the error, and it is written once the provider answers."""
+    from pagefault.models.embedding_choice import EmbeddingsError
+
+    svc, ana = MemoryServices.open(data_dir), Scope("ana")
+    journal = svc.archival.journal
+    apply, down = journal.apply, threading.Event()
+    down.set()
+
+    def provider(scope, entries):
+        if down.is_set():
+            try:
+                raise ConnectionRefusedError(111, "Connection refused")
+            except ConnectionRefusedError as e:
+                raise EmbeddingsError("embedding 'remote' failed: Connection error.") from e
+        return apply(scope, entries)
+
+    journal.apply, journal.linger = provider, 3600
+    rec = svc.archival.insert(ana, "Ana's umbrella is green.", defer=True)
+    for _ in range(3):
+        with pytest.raises(EmbeddingsError, match="Connection error"):
+            svc.archival.get(ana, rec.id)
+        assert journal.is_pending(rec.id) and journal.set_aside() == []
+    down.clear()
+    assert svc.archival.get(ana, rec.id).text == "Ana's umbrella is green."
