@@ -41,13 +41,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
-from pagefault.engines.thread_lock import compiled_fields
+from pagefault.engines.thread_lock import AdmittingGraph, compiled_fields
 from pagefault.graph.context import Context
 from pagefault.graph.delta_memo import aread_latest, keeps_reads, last_saved, read_latest
 from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
 from pagefault.window.setup import AgentSetup
+from pagefault.window.thread_owner import arefuse_foreign_run, refuse_foreign_run
 
 SCOPE_KEY = "pagefault_scope"
 """The checkpoint metadata key that says whose run wrote a checkpoint: ``stamp`` of its scope."""
@@ -77,10 +78,11 @@ def _finishing(config: RunnableConfig, snapshot: StateSnapshot) -> RunnableConfi
     return cast(RunnableConfig, {**{k: v for k, v in config.items() if k != "run_id"}, "metadata": metadata})
 
 
-class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]):
+class ResumingGraph(AdmittingGraph, CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]):
     """The compiled pagefault graph: a run with new input first finishes its thread's cut-short run
     (see the module docstring). ``setup`` is how the graph was built (``AgentSetup``); it says who a run
-    is for."""
+    is for. A run on a thread another user or agent owns is refused before anything of it is saved
+    (``admit``: ``window.thread_owner.refuse_foreign_run``)."""
 
     def __init__(self, *, setup: AgentSetup, _finished: OrderedDict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -93,6 +95,23 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
            setup: AgentSetup) -> Self:
         """``compiled`` (``StateGraph.compile``'s graph) as this class, built with ``setup``."""
         return cls(setup=setup, **compiled_fields(compiled))
+
+    def _scope(self, config: RunnableConfig | None, context: Any) -> Scope | None:
+        """Who a run is for (None: a context the run itself refuses)."""
+        try:
+            ctx = self.setup.run_context(context, config or {})
+        except (TypeError, ValueError):
+            return None
+        return Scope(ctx.user_id, ctx.agent_id)
+
+    def admit(self, config: RunnableConfig, context: Any) -> None:
+        """``ThreadOwnedError`` for a run with ``config`` and ``context`` on a thread another user or agent owns,
+        before anything of it is saved."""
+        refuse_foreign_run(self.checkpointer, config, self._scope(config, context))
+
+    async def aadmit(self, config: RunnableConfig, context: Any) -> None:
+        """``admit`` for async runs (``config`` and ``context`` the same), with the saver's async read."""
+        await arefuse_foreign_run(self.checkpointer, config, self._scope(config, context))
 
     def _plan(self, input: Any, config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, str | None]:
         """The run's config, stamped with who runs it, and the stamp to look for a cut-short run by
@@ -144,7 +163,9 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
             self._finished.popitem(last=False)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        """``Pregel.stream``, after finishing the thread's cut-short run (its parts come first)."""
+        """``Pregel.stream``, after finishing the thread's cut-short run (its parts come first); a run on
+        another user's thread is refused first (``admit``)."""
+        self.admit(config or {}, kwargs.get("context"))
         config, by = self._plan(input, config, kwargs.get("context"))
         if by is not None and not self._ended_here(config, self._latest(config)):
             snapshot = self.get_state(config)
@@ -155,7 +176,9 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
             self._note_end(config, self._saved_last(config) or self._latest(config))
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first)."""
+        """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first); a run on
+        another user's thread is refused first (``aadmit``)."""
+        await self.aadmit(config or {}, kwargs.get("context"))
         config, by = self._plan(input, config, kwargs.get("context"))
         if by is not None and not self._ended_here(config, await self._alatest(config)):
             snapshot = await self.aget_state(config)
