@@ -24,12 +24,11 @@ from langchain_core.messages.utils import convert_to_messages
 from langgraph.checkpoint.sqlite import SqliteSaver
 from support.killed_turn import Child, start
 
-from pagefault import Context, MemoryServices, Scope, open_embedded
+from pagefault import Context, MemoryServices, Scope, WindowTooSmall, open_embedded
 from pagefault.graph.saved_state import saved_history, saved_values
 from pagefault.persistence.compression import checkpoint_serializer
 from pagefault.stores.recall import recall_id
 from pagefault.window.cut_short import NOT_RUN
-from pagefault.window.thread_owner import ThreadOwnedError
 
 USER = "ana"
 
@@ -196,30 +195,33 @@ def test_a_turn_killed_around_its_memory_call_is_finished_once(tmp_path, entry, 
 
 
 def test_a_run_that_failed_is_not_run_again(tmp_path):
-    """A run the graph refused (another user's, on ana's thread) raised to its caller; the next call
-    does not run it again, so bob's message never reaches ana's thread."""
-    data, thread = str(tmp_path / "pf"), "t-owned"
+    """A run the graph refused in its first step (a window too small for ana's fixed part) raised to its
+    caller; the next call does not run it again, so its message never reaches ana's thread. (Another
+    user's run is refused before anything of it is saved: ``tests/integration/test_refused_run.py``.)"""
+    data, thread = str(tmp_path / "pf"), "t-refused"
     with open_embedded(data) as p:
         graph, config = p.graph(), {"configurable": {"thread_id": thread}}
         graph.invoke({"messages": [HumanMessage("My dog is called Rex.")]}, config,
                      context=Context(user_id=USER, data_dir=data))
-        with pytest.raises(ThreadOwnedError):
-            graph.invoke({"messages": [HumanMessage("Bob was here.")]}, config, context=Context(user_id="bob", data_dir=data))
+        with pytest.raises(WindowTooSmall):
+            graph.invoke({"messages": [HumanMessage("Forget the dog.")]}, config,
+                         context=Context(user_id=USER, data_dir=data, context_window=1000))
         snap = graph.get_state(config)
-        assert [t.name for t in snap.tasks] == ["__start__"] and snap.tasks[0].error is not None  # bob's, refused
+        assert [t.name for t in snap.tasks] == ["__start__"] and snap.tasks[0].error is not None  # refused
         graph.invoke({"messages": [HumanMessage("What is my dog called?")]}, config,
                      context=Context(user_id=USER, data_dir=data))
     assert _read(data, thread).humans() == ["My dog is called Rex.", "What is my dog called?"]
 
 
 def test_another_users_killed_run_is_not_finished_as_this_users(tmp_path):
-    """Each run's checkpoints say whose run wrote them: bob's run, killed on ana's thread before it was
-    refused, is not finished by ana's next call (bob's message would land in ana's thread as hers)."""
+    """Each run's checkpoints say whose run wrote them: ana's first run on a thread, killed at its input
+    (before it claimed the thread), is not finished by bob's call on that thread id (ana's message would
+    land in bob's thread as his). A run on a thread another user owns is refused before anything of it
+    is saved (``tests/integration/test_refused_run.py``), so only an unclaimed thread can hold one."""
     data, thread = str(tmp_path / "pf"), "t-bob"
-    _one_more_turn("invoke", data, thread, "My dog is called Rex.")
-    _kill_at("invoke", data, thread, "Bob was here.", "input", user="bob")
-    _one_more_turn("invoke", data, thread, "What is my dog called?")
-    assert _read(data, thread).humans() == ["My dog is called Rex.", "What is my dog called?"]
+    _kill_at("invoke", data, thread, "My dog is called Rex.", "input")
+    _one_more_turn("invoke", data, thread, "Bob was here.", user="bob")
+    assert _read(data, thread).humans() == ["Bob was here."]
 
 
 # -- the middleware: the agent's first step folds in what the killed runs left ---------------------------
