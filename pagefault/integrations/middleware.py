@@ -48,7 +48,7 @@ from pagefault.engines.thread_lock import warn_unserialized
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.graph.state import PagefaultState
 from pagefault.integrations.langchain_tools import MemoryBinding, bound_tools, embedded_store
-from pagefault.integrations.owner_checked import OwnerCheckedAgent, owner_checked
+from pagefault.integrations.owner_checked import OwnerCheckedAgent, owner_checked, refused_input
 from pagefault.models.chat import load_summary_model, token_model_name
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
@@ -201,7 +201,8 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         owner = state.get("owner")
         if owner and owner != owner_of(Scope(ctx.user_id, ctx.agent_id)):
-            return None  # the model call refuses the run
+            # The model call refuses the run; its input leaves the owner's window (integrations.owner_checked).
+            return {"messages": refused_input(list(state.get("messages", [])), config)}
         fold = fold_cut_short(list(state.get("messages", [])), config, state.get("received", ""))
         update: dict[str, Any] = {"received": fold.received}
         if fold.messages is not None:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import psycopg
 import pytest
 from langchain.agents import create_agent
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import HumanMessage
 from support.engines import fresh_database
 
@@ -129,6 +130,33 @@ def test_middleware_app_owner_checked_refuses_before_saving_anything(embedded, d
         app = middleware.owner_checked(embedded.serialized(agent))
     refused_runs_leave_nothing(app, sqlite_rows(data_dir), data_dir,
                                Context(user_id="alice"), Context(user_id="bob"))
+
+
+def test_a_bare_middleware_app_keeps_a_refused_input_out_of_the_owners_turns(embedded, data_dir):
+    """Without ``owner_checked`` LangGraph saves Bob's input before any middleware hook runs, so it stays
+    in the thread's history; but the step that refuses him removes it, so Alice's window, her model
+    calls and her recall never hold it as hers."""
+    sent: list[str] = []
+
+    class Prompts(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, **kwargs) -> None:
+            sent.extend(str(m.content) for batch in messages for m in batch)
+
+    agent = create_agent(OfflineChatModel(), [], middleware=[PagefaultMiddleware(Context(data_dir=data_dir))],
+                         checkpointer=embedded.checkpointer, store=embedded.store, context_schema=Context)
+    alice, bob = Context(user_id="alice"), Context(user_id="bob")
+    agent.invoke(_said(SECRET), CONFIG, context=alice)
+    with pytest.raises(ThreadOwnedError):
+        agent.invoke(_said(INTRUDER), CONFIG, context=bob)
+    with pytest.raises(ThreadOwnedError):
+        list(agent.stream(_said(INTRUDER), CONFIG, context=bob))
+    window = [str(m.content) for m in agent.get_state(CONFIG).values["messages"]]
+    assert SECRET in window and INTRUDER not in window, window
+
+    agent.invoke(_said("What did I tell you?"), {**CONFIG, "callbacks": [Prompts()]}, context=alice)
+    assert sent and not any(INTRUDER in text for text in sent), "Alice's model call carried Bob's message"
+    hits = MemoryServices.open(data_dir).recall.search(Scope("alice"), INTRUDER, top_k=10)
+    assert hits and not any(INTRUDER in h.text for h in hits), "Alice's recall holds Bob's message as hers"
 
 
 def test_postgres_graph_refuses_before_saving_anything(tmp_path):
