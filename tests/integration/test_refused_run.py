@@ -22,6 +22,7 @@ from langchain_core.messages import HumanMessage
 from support.engines import fresh_database
 
 from pagefault import Context, MemoryServices, OfflineChatModel, PagefaultMiddleware, open_embedded_async
+from pagefault.engines.thread_lock import serialized
 from pagefault.persistence.postgres import open_postgres
 from pagefault.stores import Scope
 from pagefault.window.thread_owner import ThreadOwnedError
@@ -132,6 +133,23 @@ def test_middleware_app_owner_checked_refuses_before_saving_anything(embedded, d
                                Context(user_id="alice"), Context(user_id="bob"))
 
 
+async def test_async_middleware_app_owner_checked_refuses_before_saving_anything(data_dir):
+    rows = sqlite_rows(data_dir)
+    async with open_embedded_async(data_dir) as memory:
+        middleware = PagefaultMiddleware(Context(data_dir=data_dir))
+        agent = memory.serialized(middleware.owner_checked(create_agent(
+            OfflineChatModel(), [], middleware=[middleware], checkpointer=memory.checkpointer, store=memory.store,
+            context_schema=Context)))
+        await agent.ainvoke(_said(SECRET), CONFIG, context=Context(user_id="alice"))
+        saved = rows()
+        with pytest.raises(ThreadOwnedError):
+            await agent.ainvoke(_said(INTRUDER), CONFIG, context=Context(user_id="bob"))
+        with pytest.raises(ThreadOwnedError):
+            async for _ in agent.astream(_said(INTRUDER), CONFIG, context=Context(user_id="bob")):
+                pass
+        assert rows() == saved, "Bob's refused async runs changed Alice's thread"
+
+
 def test_a_bare_middleware_app_keeps_a_refused_input_out_of_the_owners_turns(embedded, data_dir):
     """Without ``owner_checked`` LangGraph saves Bob's input before any middleware hook runs, so it stays
     in the thread's history; but the step that refuses him removes it, so Alice's window, her model
@@ -159,8 +177,25 @@ def test_a_bare_middleware_app_keeps_a_refused_input_out_of_the_owners_turns(emb
     assert hits and not any(INTRUDER in h.text for h in hits), "Alice's recall holds Bob's message as hers"
 
 
-def test_postgres_graph_refuses_before_saving_anything(tmp_path):
+@pytest.fixture
+def database():
+    """A fresh Postgres database for each test (each starts Alice's thread anew)."""
+    with fresh_database("pf_owner") as url:
+        yield url
+
+
+def test_postgres_graph_refuses_before_saving_anything(database, tmp_path):
     data_dir = str(tmp_path / "d")
-    with fresh_database("pf_owner") as url, open_postgres(url) as memory:
-        refused_runs_leave_nothing(memory.graph(), postgres_rows(url), data_dir,
+    with open_postgres(database) as memory:
+        refused_runs_leave_nothing(memory.graph(), postgres_rows(database), data_dir,
                                    Context(user_id="alice", data_dir=data_dir), Context(user_id="bob", data_dir=data_dir))
+
+
+def test_postgres_middleware_app_owner_checked_refuses_before_saving_anything(database, tmp_path):
+    data_dir = str(tmp_path / "d")
+    with open_postgres(database) as memory:
+        middleware = PagefaultMiddleware(Context(data_dir=data_dir))
+        agent = create_agent(OfflineChatModel(), [], middleware=[middleware], checkpointer=memory.checkpointer,
+                             store=memory.store, context_schema=Context)
+        refused_runs_leave_nothing(serialized(middleware.owner_checked(agent)), postgres_rows(database), data_dir,
+                                   Context(user_id="alice"), Context(user_id="bob"))
