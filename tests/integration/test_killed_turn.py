@@ -31,6 +31,8 @@ from pagefault.stores.recall import recall_id
 from pagefault.window.cut_short import NOT_RUN
 
 USER = "ana"
+HELD = "pagefault:held"
+"""The channel a line is held on while the call that brings it finishes a cut-short run (``window.cut_short.HELD``)."""
 
 
 @dataclass
@@ -64,6 +66,8 @@ def _read(data_dir: str, thread: str) -> Thread:
             for _task, channel, value in cp.pending_writes or ():
                 if channel == "messages":
                     messages += [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, BaseMessage)]
+                elif channel == HELD:  # a line held while a cut-short run is finished: the input as sent
+                    messages += convert_to_messages(value)
             ever |= {str(m.content) for m in messages if isinstance(m, HumanMessage)}
         latest = saver.get_tuple(config)
         assert latest is not None, f"thread {thread} has no checkpoint"
@@ -192,6 +196,48 @@ def test_a_turn_killed_around_its_memory_call_is_finished_once(tmp_path, entry, 
     inserts = [m for m in t.window if isinstance(m, ToolMessage) and m.name == "archival_memory_insert"]
     assert len(inserts) == 1 and inserts[0].status == "success", inserts
     assert "blue flowerpot" in answer, answer
+
+
+def _held_lines(data_dir: str, thread: str) -> list[str]:
+    """The text of the lines held in ``thread``'s checkpoints (``HELD`` writes), oldest first."""
+    saver = SqliteSaver(sqlite3.connect(str(Path(data_dir) / "checkpoints.sqlite"), check_same_thread=False),
+                        serde=checkpoint_serializer())
+    try:
+        return [str(m.content) for cp in reversed(list(saver.list({"configurable": {"thread_id": thread}})))
+                for _task, channel, value in cp.pending_writes or () if channel == HELD
+                for m in convert_to_messages(value)]
+    finally:
+        saver.conn.close()
+
+
+@pytest.mark.parametrize(("entry", "point"), [
+    ("chat", "write:1"),              # the turn's first write to the checkpointer
+    ("chat", "before-archival:1"),    # finishing the killed turn: its memory call about to run
+    ("chat", "before-checkpoint:1"),  # finishing the killed turn: its first step's results saved, not its checkpoint
+    ("astream", "write:1"),           # the same on the async path
+])
+def test_a_line_typed_after_a_kill_is_saved_before_the_killed_turn_is_finished(tmp_path, entry, point):
+    """``chat`` after a kill: the line typed first is saved (held) before the call finishes the turn the kill
+    cut short, before any model call: it is the turn's first write. Killed again while it finishes that
+    turn, nothing is lost: the next call finishes it, then runs the held line and its own as one turn (the
+    offline model answers the last of them; it archives the finished turn's statement once)."""
+    data, thread = str(tmp_path / "pf"), f"t-held-{entry}-{point}"
+    first, typed, last = ("The spare key is under the blue flowerpot.", "My bike is in locker nine.",
+                          "Where is the spare key?")
+    _kill_at(entry, data, thread, first, "before-archival:1")  # the model's memory call saved, not run
+    _kill_at(entry, data, thread, typed, point)
+    assert _held_lines(data, thread) == [typed], "the line was not saved before the killed turn was finished"
+    assert typed in _read(data, thread).ever
+    answer = _one_more_turn(entry, data, thread, last)
+    t = assert_nothing_lost(data, thread, finished=False)
+    assert t.humans() == [first, typed, last]
+    assert _archived(MemoryServices.open(data), Scope(USER)).count(first) == 1, "the killed turn was finished once"
+    calls = [tc["id"] for m in t.window if isinstance(m, AIMessage) for tc in m.tool_calls]
+    assert sorted(calls) == sorted(m.tool_call_id for m in t.window if isinstance(m, ToolMessage)), t.window
+    assert isinstance(t.window[-1], AIMessage) and "blue flowerpot" in answer, answer
+    from pagefault.window.cut_short import HELD as held_channel
+
+    assert held_channel == HELD
 
 
 def test_a_run_that_failed_is_not_run_again(tmp_path):
