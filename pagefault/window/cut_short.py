@@ -14,11 +14,11 @@ saved, and puts the new input in ``__start__`` where the old one was. A message 
   ``stream(None)`` does), then runs the new input. A call killed while it finishes leaves its input
   held; the next call of the same user and agent finds it (the ``HELD`` writes back to the thread's
   latest input checkpoint, behind a finishing run's checkpoints, ``HOLDING_KEY``) and runs it with its
-  own input, in one turn, the held lines first. ``invoke``, ``ainvoke``, ``astream_events`` and a LangGraph server's runs all go
-  through its ``stream`` / ``astream``, so this is the one place. A run is cut short when it stopped in
-  a step whose checkpoint was not saved, none of whose tasks failed (a failed run was reported to its
-  caller, who may ``resume`` it) or waits for a person's answer: a killed process, a Ctrl-C in
-  ``pagefault chat``, a run a LangGraph server cancelled. Only a run of the same user and agent is
+  own input, in one turn, the held lines first. ``invoke``, ``ainvoke``, ``astream_events`` and a
+  LangGraph server's runs all go through its ``stream`` / ``astream``, so this is the one place. A run
+  is cut short when it stopped in a step whose checkpoint was not saved, none of whose tasks failed (a
+  failed run was reported to its caller, who may ``resume`` it) or waits for a person's answer: a killed
+  process, a Ctrl-C in ``pagefault chat``, a run a LangGraph server cancelled. Only a run of the same user and agent is
   finished: each run's checkpoints carry who started it (``SCOPE_KEY``), so nobody's input is replayed as
   someone else's.
 - ``fold_cut_short`` is for ``create_agent`` apps (``PagefaultMiddleware``'s first step). The app
@@ -105,8 +105,8 @@ def _holdable(input: Any) -> list[Any] | None:
 def _held_in(checkpoints: Sequence[CheckpointTuple]) -> list[Any]:
     """The messages of the inputs held on ``checkpoints`` (the thread's, newest first, back to its latest
     input checkpoint), oldest first."""
-    held = sorted((str(cp.checkpoint["id"]), task, value) for cp in checkpoints
-                  for task, channel, value in cp.pending_writes or () if channel == HELD)
+    held = sorted(((str(cp.checkpoint["id"]), task, value) for cp in checkpoints
+                   for task, channel, value in cp.pending_writes or () if channel == HELD), key=lambda w: w[:2])
     return [m for _cp, _task, value in held for m in value]
 
 

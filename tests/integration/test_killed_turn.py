@@ -240,6 +240,39 @@ def test_a_line_typed_after_a_kill_is_saved_before_the_killed_turn_is_finished(t
     assert held_channel == HELD
 
 
+HELD_KILLS = 16
+HELD_SEED = 44
+
+
+def test_kills_of_every_chat_turn_at_points_found_from_the_checkpoints(tmp_path):
+    """``chat`` killed ``HELD_KILLS`` times in a row, each time in the first turn of a new process (which first
+    finishes the turn the last kill cut short), at a point found from the checkpointer (seeded): after or
+    before its N-th write, before a step's checkpoint, before an archival insert. Once a turn has written
+    anything, its line is in the checkpoints (held, or in its input checkpoint): a line's input is saved
+    before the killed turn is finished and before any model call. At the end every line that was saved is
+    in the thread once, and every tool call has its result."""
+    rng = random.Random(HELD_SEED)
+    data, thread = str(tmp_path / "pf"), "t-every-turn"
+    saved: list[str] = []
+    for n in range(HELD_KILLS):
+        line = f"Boat number {n} in the harbour is painted teal and {['amber', 'olive', 'ochre', 'ivory'][n % 4]}."
+        point = rng.choice([f"write:{rng.randint(1, 6)}", f"before-write:{rng.randint(2, 6)}",
+                            f"before-checkpoint:{rng.randint(1, 3)}", "before-archival:1"])
+        child = start("chat", data, USER, thread, point=point)
+        child.send(line)
+        kind, _ = child.until("point", "answer")
+        child.kill()
+        if kind == "point":  # the turn had written at least once: its line must be saved
+            assert line in _read(data, thread).ever, f"round {n}, killed at {point}: the line was not saved"
+        saved.append(line)
+    _one_more_turn("chat", data, thread, "Which boat is painted teal?")
+    t = assert_nothing_lost(data, thread, finished=False)
+    humans = t.humans()
+    assert [h for h in humans if h in saved] == [h for h in saved if h in t.ever], humans
+    calls = [tc["id"] for m in t.window if isinstance(m, AIMessage) for tc in m.tool_calls]
+    assert sorted(calls) == sorted(m.tool_call_id for m in t.window if isinstance(m, ToolMessage))
+
+
 def test_a_run_that_failed_is_not_run_again(tmp_path):
     """A run the graph refused in its first step (a window too small for ana's fixed part) raised to its
     caller; the next call does not run it again, so its message never reaches ana's thread. (Another
