@@ -50,7 +50,20 @@ def _thread(config: RunnableConfig | None) -> str | None:
     return None if tid is None else str(tid)
 
 
-class SerializedGraph(CompiledStateGraph[Any, Any, Any, Any]):
+class AdmittingGraph(CompiledStateGraph[Any, Any, Any, Any]):
+    """A compiled graph that may refuse a run before anything of it is read or written (``admit``). This
+    layer refuses nothing; a graph class above it says who may run (``window.cut_short.ResumingGraph``
+    refuses a run on another user's thread), whose ``stream`` / ``astream`` call it first (inside the
+    thread's turn when serialized); ``SerializedGraph.resume`` calls it before it reads the thread."""
+
+    def admit(self, config: RunnableConfig, context: Any) -> None:
+        """Raise if a run with ``config`` and ``context`` may not start; nothing here."""
+
+    async def aadmit(self, config: RunnableConfig, context: Any) -> None:
+        """``admit`` for async runs."""
+
+
+class SerializedGraph(AdmittingGraph):
     """A compiled graph whose runs on one thread take turns (see the module docstring).
 
     ``locks`` are the ones its runs take (``locks_of`` its checkpointer), ``wait`` how many seconds a run
@@ -150,6 +163,7 @@ class SerializedGraph(CompiledStateGraph[Any, Any, Any, Any]):
         run are run from the last checkpoint. Returns the final state, or None when nothing was pending
         (or the thread waits for a person's answer to an interrupt, which ``Command(resume=...)`` gives)."""
         with self._turn(config):
+            self.admit(config, kwargs.get("context"))  # a refused caller reads nothing of the thread
             snap = self.get_state(config)
             if not (snap.next or snap.tasks) or any(t.interrupts for t in snap.tasks):
                 return None
@@ -167,7 +181,7 @@ def compiled_fields(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, 
     return {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
 
 
-_classes: dict[type, type[SerializedGraph]] = {CompiledStateGraph: SerializedGraph}
+_classes: dict[type, type[SerializedGraph]] = {CompiledStateGraph: SerializedGraph, AdmittingGraph: SerializedGraph}
 
 
 def _serialized_class(cls: type) -> type[SerializedGraph]:

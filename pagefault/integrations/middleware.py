@@ -40,6 +40,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
 
@@ -47,6 +48,7 @@ from pagefault.engines.thread_lock import warn_unserialized
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
 from pagefault.graph.state import PagefaultState
 from pagefault.integrations.langchain_tools import MemoryBinding, bound_tools, embedded_store
+from pagefault.integrations.owner_checked import OwnerCheckedAgent, owner_checked, refused_input
 from pagefault.models.chat import load_summary_model, token_model_name
 from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
@@ -160,6 +162,10 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
     numbers: nothing is sent to the model, and the input stays in the thread (a later run with a
     window that fits answers it with its own).
 
+    A thread belongs to the user and agent of its first run. The middleware refuses another's run at its
+    first step, after LangGraph has saved its input in the thread; ``owner_checked(agent)`` refuses it
+    before anything is saved.
+
     Its public attributes: ``context`` (the app's settings), ``app`` (them as ``ServerSettings``),
     ``store``, ``tools`` (the memory tools it gives the agent) and ``prompts``.
     """
@@ -181,6 +187,11 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         if not isinstance(self.prompts, Prompts):
             raise ValueError(f"prompts must be a pagefault Prompts, got {prompts!r}")
 
+    def owner_checked(self, agent: CompiledStateGraph[Any, Any, Any, Any]) -> OwnerCheckedAgent:
+        """``agent`` (the app compiled with this middleware) with its runs on another user's thread refused
+        before anything of them is saved (``integrations.owner_checked``); a serialized agent stays so."""
+        return owner_checked(agent, self.app)
+
     # -- the run's first step ----------------------------------------------------------------
 
     def before_agent(self, state: MemoryAgentState, runtime: Any) -> dict[str, Any] | None:
@@ -190,7 +201,8 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         owner = state.get("owner")
         if owner and owner != owner_of(Scope(ctx.user_id, ctx.agent_id)):
-            return None  # the model call refuses the run
+            # The model call refuses the run; its input leaves the owner's window (integrations.owner_checked).
+            return {"messages": refused_input(list(state.get("messages", [])), config)}
         fold = fold_cut_short(list(state.get("messages", [])), config, state.get("received", ""))
         update: dict[str, Any] = {"received": fold.received}
         if fold.messages is not None:

@@ -9,12 +9,16 @@ saved, and puts the new input in ``__start__`` where the old one was. A message 
 ``input`` vanished that way, and a memory call the model had made never ran.
 
 - ``ResumingGraph`` is the compiled pagefault graph, in process and served. A call with new input on a
-  thread whose last run was cut short first finishes that run (what ``stream(None)`` does), then runs
-  the new input. ``invoke``, ``ainvoke``, ``astream_events`` and a LangGraph server's runs all go
-  through its ``stream`` / ``astream``, so this is the one place. A run is cut short when it stopped in
-  a step whose checkpoint was not saved, none of whose tasks failed (a failed run was reported to its
-  caller, who may ``resume`` it) or waits for a person's answer: a killed process, a Ctrl-C in
-  ``pagefault chat``, a run a LangGraph server cancelled. Only a run of the same user and agent is
+  thread whose last run was cut short first saves its input (held: a ``HELD`` write against the thread's
+  latest checkpoint, before anything runs or any model is called), then finishes that run (what
+  ``stream(None)`` does), then runs the new input. A call killed while it finishes leaves its input
+  held; the next call of the same user and agent finds it (the ``HELD`` writes back to the thread's
+  latest input checkpoint, behind a finishing run's checkpoints, ``HOLDING_KEY``) and runs it with its
+  own input, in one turn, the held lines first. ``invoke``, ``ainvoke``, ``astream_events`` and a
+  LangGraph server's runs all go through its ``stream`` / ``astream``, so this is the one place. A run
+  is cut short when it stopped in a step whose checkpoint was not saved, none of whose tasks failed (a
+  failed run was reported to its caller, who may ``resume`` it) or waits for a person's answer: a killed
+  process, a Ctrl-C in ``pagefault chat``, a run a LangGraph server cancelled. Only a run of the same user and agent is
   finished: each run's checkpoints carry who started it (``SCOPE_KEY``), so nobody's input is replayed as
   someone else's.
 - ``fold_cut_short`` is for ``create_agent`` apps (``PagefaultMiddleware``'s first step). The app
@@ -41,13 +45,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
-from pagefault.engines.thread_lock import compiled_fields
+from pagefault.engines.thread_lock import AdmittingGraph, compiled_fields
 from pagefault.graph.context import Context
 from pagefault.graph.delta_memo import last_saved
 from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
 from pagefault.window.setup import AgentSetup
+from pagefault.window.thread_owner import arefuse_foreign_run, refuse_foreign_run
 
 SCOPE_KEY = "pagefault_scope"
 """The checkpoint metadata key that says whose run wrote a checkpoint: ``stamp`` of its scope."""
@@ -70,29 +75,107 @@ def cut_short(snapshot: StateSnapshot, by: str) -> bool:
 
 def _finishing(config: RunnableConfig, snapshot: StateSnapshot) -> RunnableConfig:
     """The config that finishes the cut-short run: under its own run id (LangGraph takes a new input
-    under the id of the thread's last run for a retry of that run, and would ignore it)."""
+    under the id of the thread's last run for a retry of that run, and would ignore it), its checkpoints
+    marked as holding inputs (``HOLDING_KEY``)."""
     metadata = {k: v for k, v in (config.get("metadata") or {}).items() if k != "run_id"}
     if (snapshot.metadata or {}).get("run_id"):
         metadata["run_id"] = (snapshot.metadata or {})["run_id"]
+    metadata[HOLDING_KEY] = "1"
     return cast(RunnableConfig, {**{k: v for k, v in config.items() if k != "run_id"}, "metadata": metadata})
 
 
-class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]):
+HELD = "pagefault:held"
+"""The channel of a held input's write: the new input of a call that first finishes a cut-short run,
+saved (``put_writes``) against the thread's latest checkpoint before anything runs. No channel of the
+graph has this name, and the write's task id (``HELD`` and a sequence number) is no task's, so LangGraph
+never applies it; ``ResumingGraph`` runs it after the finishing, or the next call does after a kill."""
+
+HOLDING_KEY = "pagefault_holding"
+"""The checkpoint metadata key of a finishing run's checkpoints: inputs may be held behind them."""
+
+
+def _holdable(input: Any) -> list[Any] | None:
+    """The messages of a new input that can be held (a mapping with ``messages``), else None."""
+    if not isinstance(input, dict) or "messages" not in input:
+        return None
+    messages = input["messages"]
+    return list(messages) if isinstance(messages, (list, tuple)) else [messages]
+
+
+def _held_in(checkpoints: Sequence[CheckpointTuple]) -> list[Any]:
+    """The messages of the inputs held on ``checkpoints`` (the thread's, newest first, back to its latest
+    input checkpoint), oldest first."""
+    held = sorted(((str(cp.checkpoint["id"]), task, value) for cp in checkpoints
+                   for task, channel, value in cp.pending_writes or () if channel == HELD), key=lambda w: w[:2])
+    return [m for _cp, _task, value in held for m in value]
+
+
+def _back_to_input(checkpoints: Iterator[CheckpointTuple]) -> list[CheckpointTuple]:
+    """The thread's checkpoints, newest first, up to and with its latest input checkpoint."""
+    out: list[CheckpointTuple] = []
+    for cp in checkpoints:
+        out.append(cp)
+        if (cp.metadata or {}).get("source") == "input":
+            break
+    return out
+
+
+def _holds(snapshot: StateSnapshot, by: str) -> bool:
+    """Whether inputs of the run stamped ``by`` may be held behind the thread's latest checkpoint."""
+    metadata = snapshot.metadata or {}
+    return metadata.get(SCOPE_KEY) == by and (bool(metadata.get(HOLDING_KEY)) or cut_short(snapshot, by))
+
+
+class ResumingGraph(AdmittingGraph, CompiledStateGraph[PagefaultState, Context, Any, PagefaultState]):
     """The compiled pagefault graph: a run with new input first finishes its thread's cut-short run
     (see the module docstring). ``setup`` is how the graph was built (``AgentSetup``); it says who a run
-    is for."""
+    is for. A run on a thread another user or agent owns is refused before anything of it is saved
+    (``admit``: ``window.thread_owner.refuse_foreign_run``)."""
 
-    def __init__(self, *, setup: AgentSetup, _finished: OrderedDict[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, setup: AgentSetup, _finished: OrderedDict[str, str] | None = None,
+                 _ended_by: OrderedDict[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.setup = setup
         # thread -> the checkpoint a run of this graph ended at; shared by its copies (``with_config``)
         self._finished: OrderedDict[str, str] = OrderedDict() if _finished is None else _finished
+        # thread -> the stamp of the run that ended at its ``_finished`` checkpoint (its owner); shared too
+        self._ended_by: OrderedDict[str, str] = OrderedDict() if _ended_by is None else _ended_by
 
     @classmethod
     def of(cls, compiled: CompiledStateGraph[PagefaultState, Context, Any, PagefaultState],
            setup: AgentSetup) -> Self:
         """``compiled`` (``StateGraph.compile``'s graph) as this class, built with ``setup``."""
         return cls(setup=setup, **compiled_fields(compiled))
+
+    def _scope(self, config: RunnableConfig | None, context: Any) -> Scope | None:
+        """Who a run is for (None: a context the run itself refuses)."""
+        try:
+            ctx = self.setup.run_context(context, config or {})
+        except (TypeError, ValueError):
+            return None
+        return Scope(ctx.user_id, ctx.agent_id)
+
+    def _owned_by(self, config: RunnableConfig, latest: str | None, by: str | None) -> bool:
+        """Whether the thread is known to be the run's (stamped ``by``) without reading it: its latest
+        checkpoint is where a run of this graph by the same user and agent ended (that run claimed it)."""
+        return by is not None and self._ended_here(config, latest) and self._ended_by.get(_thread_key(config)) == by
+
+    def _note_owner(self, config: RunnableConfig, by: str) -> None:
+        """A run stamped ``by`` ended on the thread (``_note_end``): the thread is its user and agent's."""
+        key = _thread_key(config)
+        self._ended_by[key] = by
+        self._ended_by.move_to_end(key)
+        while len(self._ended_by) > _FINISHED_KEPT:
+            self._ended_by.popitem(last=False)
+
+    def admit(self, config: RunnableConfig, context: Any) -> None:
+        """``ThreadOwnedError`` for a run with ``config`` and ``context`` on a thread another user or agent owns,
+        before anything of it is saved."""
+        refuse_foreign_run(self.checkpointer, config, self._scope(config, context))
+
+    async def aadmit(self, config: RunnableConfig, context: Any) -> None:
+        """``admit`` for async runs (``config`` and ``context`` the same), with the saver's async read."""
+        await arefuse_foreign_run(self.checkpointer, config, self._scope(config, context))
 
     def _plan(self, input: Any, config: RunnableConfig | None, context: Any) -> tuple[RunnableConfig, str | None]:
         """The run's config, stamped with who runs it, and the stamp to look for a cut-short run by
@@ -140,29 +223,79 @@ class ResumingGraph(CompiledStateGraph[PagefaultState, Context, Any, PagefaultSt
         while len(self._finished) > _FINISHED_KEPT:
             self._finished.popitem(last=False)
 
+    def _held(self, snapshot: StateSnapshot) -> list[Any]:
+        """The messages of the inputs held behind the thread's latest checkpoint (``snapshot``), oldest first."""
+        assert isinstance(self.checkpointer, BaseCheckpointSaver)
+        return _held_in(_back_to_input(self.checkpointer.list(_root(snapshot.config))))
+
+    async def _aheld(self, snapshot: StateSnapshot) -> list[Any]:
+        assert isinstance(self.checkpointer, BaseCheckpointSaver)
+        found: list[CheckpointTuple] = []
+        async for cp in self.checkpointer.alist(_root(snapshot.config)):
+            found.append(cp)
+            if (cp.metadata or {}).get("source") == "input":
+                break
+        return _held_in(found)
+
+    def _hold(self, snapshot: StateSnapshot, input: Any, seq: int) -> None:
+        """Save ``input`` against the thread's latest checkpoint (``snapshot``) as the ``seq``-th held input."""
+        messages = _holdable(input)
+        if messages is not None:
+            assert isinstance(self.checkpointer, BaseCheckpointSaver)
+            self.checkpointer.put_writes(snapshot.config, [(HELD, messages)], f"{HELD}:{seq:06d}")
+
+    async def _ahold(self, snapshot: StateSnapshot, input: Any, seq: int) -> None:
+        messages = _holdable(input)
+        if messages is not None:
+            assert isinstance(self.checkpointer, BaseCheckpointSaver)
+            await self.checkpointer.aput_writes(snapshot.config, [(HELD, messages)], f"{HELD}:{seq:06d}")
+
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        """``Pregel.stream``, after finishing the thread's cut-short run (its parts come first)."""
+        """``Pregel.stream``, after finishing the thread's cut-short run (its parts come first); a run on
+        another user's thread is refused first (``admit``)."""
         config, by = self._plan(input, config, kwargs.get("context"))
-        if by is not None and not self._ended_here(config, self._latest(config)):
+        latest = self._latest(config) if by is not None else None
+        if not self._owned_by(config, latest, by):  # else a run of this user and agent ended where the thread is
+            self.admit(config, kwargs.get("context"))
+        if by is not None and not self._ended_here(config, latest):
             snapshot = self.get_state(config)
+            held = self._held(snapshot) if _holds(snapshot, by) else []
             if cut_short(snapshot, by):
+                self._hold(snapshot, input, len(held))  # the new input is saved before anything runs
                 yield from super().stream(None, _finishing(config, snapshot), **kwargs)
+            input = _with_held(held, input)
         yield from super().stream(input, config, **kwargs)
         if by is not None:
             self._note_end(config, self._saved_last(config) or self._latest(config))
+            self._note_owner(config, by)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> AsyncIterator[Any]:
-        """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first)."""
+        """``Pregel.astream``, after finishing the thread's cut-short run (its parts come first); a run on
+        another user's thread is refused first (``aadmit``)."""
         config, by = self._plan(input, config, kwargs.get("context"))
-        if by is not None and not self._ended_here(config, await self._alatest(config)):
+        latest = await self._alatest(config) if by is not None else None
+        if not self._owned_by(config, latest, by):
+            await self.aadmit(config, kwargs.get("context"))
+        if by is not None and not self._ended_here(config, latest):
             snapshot = await self.aget_state(config)
+            held = await self._aheld(snapshot) if _holds(snapshot, by) else []
             if cut_short(snapshot, by):
+                await self._ahold(snapshot, input, len(held))  # the new input is saved before anything runs
                 async for part in super().astream(None, _finishing(config, snapshot), **kwargs):
                     yield part
+            input = _with_held(held, input)
         async for part in super().astream(input, config, **kwargs):
             yield part
         if by is not None:
             self._note_end(config, self._saved_last(config) or await self._alatest(config))
+            self._note_owner(config, by)
+
+
+def _with_held(held: list[Any], input: Any) -> Any:
+    """``input`` with the held messages before its own (they were sent first)."""
+    if not held or not isinstance(input, dict):
+        return input
+    return {**input, "messages": [*held, *(_holdable(input) or [])]}
 
 
 def _id(tup: CheckpointTuple | None) -> str | None:

@@ -24,14 +24,15 @@ from langchain_core.messages.utils import convert_to_messages
 from langgraph.checkpoint.sqlite import SqliteSaver
 from support.killed_turn import Child, start
 
-from pagefault import Context, MemoryServices, Scope, open_embedded
+from pagefault import Context, MemoryServices, Scope, WindowTooSmall, open_embedded
 from pagefault.graph.saved_state import saved_history, saved_values
 from pagefault.persistence.compression import checkpoint_serializer
 from pagefault.stores.recall import recall_id
 from pagefault.window.cut_short import NOT_RUN
-from pagefault.window.thread_owner import ThreadOwnedError
 
 USER = "ana"
+HELD = "pagefault:held"
+"""The channel a line is held on while the call that brings it finishes a cut-short run (``window.cut_short.HELD``)."""
 
 
 @dataclass
@@ -65,6 +66,8 @@ def _read(data_dir: str, thread: str) -> Thread:
             for _task, channel, value in cp.pending_writes or ():
                 if channel == "messages":
                     messages += [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, BaseMessage)]
+                elif channel == HELD:  # a line held while a cut-short run is finished: the input as sent
+                    messages += convert_to_messages(value)
             ever |= {str(m.content) for m in messages if isinstance(m, HumanMessage)}
         latest = saver.get_tuple(config)
         assert latest is not None, f"thread {thread} has no checkpoint"
@@ -195,31 +198,109 @@ def test_a_turn_killed_around_its_memory_call_is_finished_once(tmp_path, entry, 
     assert "blue flowerpot" in answer, answer
 
 
+def _held_lines(data_dir: str, thread: str) -> list[str]:
+    """The text of the lines held in ``thread``'s checkpoints (``HELD`` writes), oldest first."""
+    saver = SqliteSaver(sqlite3.connect(str(Path(data_dir) / "checkpoints.sqlite"), check_same_thread=False),
+                        serde=checkpoint_serializer())
+    try:
+        return [str(m.content) for cp in reversed(list(saver.list({"configurable": {"thread_id": thread}})))
+                for _task, channel, value in cp.pending_writes or () if channel == HELD
+                for m in convert_to_messages(value)]
+    finally:
+        saver.conn.close()
+
+
+@pytest.mark.parametrize(("entry", "point"), [
+    ("chat", "write:1"),              # the turn's first write to the checkpointer
+    ("chat", "before-archival:1"),    # finishing the killed turn: its memory call about to run
+    ("chat", "before-checkpoint:1"),  # finishing the killed turn: its first step's results saved, not its checkpoint
+    ("astream", "write:1"),           # the same on the async path
+])
+def test_a_line_typed_after_a_kill_is_saved_before_the_killed_turn_is_finished(tmp_path, entry, point):
+    """``chat`` after a kill: the line typed first is saved (held) before the call finishes the turn the kill
+    cut short, before any model call: it is the turn's first write. Killed again while it finishes that
+    turn, nothing is lost: the next call finishes it, then runs the held line and its own as one turn (the
+    offline model answers the last of them; it archives the finished turn's statement once)."""
+    data, thread = str(tmp_path / "pf"), f"t-held-{entry}-{point}"
+    first, typed, last = ("The spare key is under the blue flowerpot.", "My bike is in locker nine.",
+                          "Where is the spare key?")
+    _kill_at(entry, data, thread, first, "before-archival:1")  # the model's memory call saved, not run
+    _kill_at(entry, data, thread, typed, point)
+    assert _held_lines(data, thread) == [typed], "the line was not saved before the killed turn was finished"
+    assert typed in _read(data, thread).ever
+    answer = _one_more_turn(entry, data, thread, last)
+    t = assert_nothing_lost(data, thread, finished=False)
+    assert t.humans() == [first, typed, last]
+    assert _archived(MemoryServices.open(data), Scope(USER)).count(first) == 1, "the killed turn was finished once"
+    calls = [tc["id"] for m in t.window if isinstance(m, AIMessage) for tc in m.tool_calls]
+    assert sorted(calls) == sorted(m.tool_call_id for m in t.window if isinstance(m, ToolMessage)), t.window
+    assert isinstance(t.window[-1], AIMessage) and "blue flowerpot" in answer, answer
+    from pagefault.window.cut_short import HELD as held_channel
+
+    assert held_channel == HELD
+
+
+HELD_KILLS = 16
+HELD_SEED = 44
+
+
+def test_kills_of_every_chat_turn_at_points_found_from_the_checkpoints(tmp_path):
+    """``chat`` killed ``HELD_KILLS`` times in a row, each time in the first turn of a new process (which first
+    finishes the turn the last kill cut short), at a point found from the checkpointer (seeded): after or
+    before its N-th write, before a step's checkpoint, before an archival insert. Once a turn has written
+    anything, its line is in the checkpoints (held, or in its input checkpoint): a line's input is saved
+    before the killed turn is finished and before any model call. At the end every line that was saved is
+    in the thread once, and every tool call has its result."""
+    rng = random.Random(HELD_SEED)
+    data, thread = str(tmp_path / "pf"), "t-every-turn"
+    saved: list[str] = []
+    for n in range(HELD_KILLS):
+        line = f"Boat number {n} in the harbour is painted teal and {['amber', 'olive', 'ochre', 'ivory'][n % 4]}."
+        point = rng.choice([f"write:{rng.randint(1, 6)}", f"before-write:{rng.randint(2, 6)}",
+                            f"before-checkpoint:{rng.randint(1, 3)}", "before-archival:1"])
+        child = start("chat", data, USER, thread, point=point)
+        child.send(line)
+        kind, _ = child.until("point", "answer")
+        child.kill()
+        if kind == "point":  # the turn had written at least once: its line must be saved
+            assert line in _read(data, thread).ever, f"round {n}, killed at {point}: the line was not saved"
+        saved.append(line)
+    _one_more_turn("chat", data, thread, "Which boat is painted teal?")
+    t = assert_nothing_lost(data, thread, finished=False)
+    humans = t.humans()
+    assert [h for h in humans if h in saved] == [h for h in saved if h in t.ever], humans
+    calls = [tc["id"] for m in t.window if isinstance(m, AIMessage) for tc in m.tool_calls]
+    assert sorted(calls) == sorted(m.tool_call_id for m in t.window if isinstance(m, ToolMessage))
+
+
 def test_a_run_that_failed_is_not_run_again(tmp_path):
-    """A run the graph refused (another user's, on ana's thread) raised to its caller; the next call
-    does not run it again, so bob's message never reaches ana's thread."""
-    data, thread = str(tmp_path / "pf"), "t-owned"
+    """A run the graph refused in its first step (a window too small for ana's fixed part) raised to its
+    caller; the next call does not run it again, so its message never reaches ana's thread. (Another
+    user's run is refused before anything of it is saved: ``tests/integration/test_refused_run.py``.)"""
+    data, thread = str(tmp_path / "pf"), "t-refused"
     with open_embedded(data) as p:
         graph, config = p.graph(), {"configurable": {"thread_id": thread}}
         graph.invoke({"messages": [HumanMessage("My dog is called Rex.")]}, config,
                      context=Context(user_id=USER, data_dir=data))
-        with pytest.raises(ThreadOwnedError):
-            graph.invoke({"messages": [HumanMessage("Bob was here.")]}, config, context=Context(user_id="bob", data_dir=data))
+        with pytest.raises(WindowTooSmall):
+            graph.invoke({"messages": [HumanMessage("Forget the dog.")]}, config,
+                         context=Context(user_id=USER, data_dir=data, context_window=1000))
         snap = graph.get_state(config)
-        assert [t.name for t in snap.tasks] == ["__start__"] and snap.tasks[0].error is not None  # bob's, refused
+        assert [t.name for t in snap.tasks] == ["__start__"] and snap.tasks[0].error is not None  # refused
         graph.invoke({"messages": [HumanMessage("What is my dog called?")]}, config,
                      context=Context(user_id=USER, data_dir=data))
     assert _read(data, thread).humans() == ["My dog is called Rex.", "What is my dog called?"]
 
 
 def test_another_users_killed_run_is_not_finished_as_this_users(tmp_path):
-    """Each run's checkpoints say whose run wrote them: bob's run, killed on ana's thread before it was
-    refused, is not finished by ana's next call (bob's message would land in ana's thread as hers)."""
+    """Each run's checkpoints say whose run wrote them: ana's first run on a thread, killed at its input
+    (before it claimed the thread), is not finished by bob's call on that thread id (ana's message would
+    land in bob's thread as his). A run on a thread another user owns is refused before anything of it
+    is saved (``tests/integration/test_refused_run.py``), so only an unclaimed thread can hold one."""
     data, thread = str(tmp_path / "pf"), "t-bob"
-    _one_more_turn("invoke", data, thread, "My dog is called Rex.")
-    _kill_at("invoke", data, thread, "Bob was here.", "input", user="bob")
-    _one_more_turn("invoke", data, thread, "What is my dog called?")
-    assert _read(data, thread).humans() == ["My dog is called Rex.", "What is my dog called?"]
+    _kill_at("invoke", data, thread, "My dog is called Rex.", "input")
+    _one_more_turn("invoke", data, thread, "Bob was here.", user="bob")
+    assert _read(data, thread).humans() == ["Bob was here."]
 
 
 # -- the middleware: the agent's first step folds in what the killed runs left ---------------------------
