@@ -78,11 +78,6 @@ class MemoryCall:
     supersede: SupersedeJudge = PATTERNS
     #: The memory tools this run's model was given (``choose_memory_tools``); a call to another one is refused.
     tools: frozenset[str] = field(default_factory=lambda: frozenset(MEMORY_TOOLS))
-    #: What the calls' writes left in the prompt's reads, one entry per successful write, in call order:
-    #: ``("blocks", block)`` with the core block as saved, ``("records", n)`` with the archival records it
-    #: added (``window.run.MemoryRun.note_writes`` derives the next prompt's reads from them). Shared by the
-    #: copies an approval makes (``dataclasses.replace`` keeps the list).
-    effects: list[tuple[str, Any]] = field(default_factory=list)
 
     def provenance(self, text: str) -> Provenance:
         """Provenance of a write made in this call, its source attributed from what the turn read."""
@@ -298,7 +293,6 @@ def _edit_provenance(call: MemoryCall, text: str) -> Provenance:
 def core_memory_append(call: MemoryCall, args: CoreAppend) -> ToolResult:
     prov = _edit_provenance(call, args.text)
     block = call.core.append(args.section, args.text, provenance=prov)
-    call.effects.append(("blocks", block))
     return ToolResult(f"Appended to {block.label} ({block.usage}).",
                       {"section": block.label, "value": block.value, "provenance": block.log[-1]})
 
@@ -306,7 +300,6 @@ def core_memory_append(call: MemoryCall, args: CoreAppend) -> ToolResult:
 def core_memory_replace(call: MemoryCall, args: CoreReplace) -> ToolResult:
     prov = _edit_provenance(call, args.new)
     block = call.core.replace(args.section, args.old, args.new, provenance=prov)
-    call.effects.append(("blocks", block))
     return ToolResult(f"Replaced text in {block.label} ({block.usage}).",
                       {"section": block.label, "value": block.value, "provenance": block.log[-1]})
 
@@ -352,7 +345,6 @@ def archival_memory_insert(call: MemoryCall, args: ArchivalInsert) -> ToolResult
                                    defer=True, judge=call.supersede)
     except ValueError as e:
         raise ToolError(str(e)) from e
-    call.effects.append(("records", 1 if rec.created else 0))
     verb = "Saved" if rec.created else "Already stored"
     note = ""
     if rec.provenance.flags and call.guard != "off":
@@ -435,9 +427,6 @@ class MemoryTool:
     schema: type[BaseModel]
     run: Callable[[MemoryCall, Any], ToolResult]
     description: str = ""
-    writes: frozenset[str] = frozenset()
-    """What of the prompt a call may change: ``"blocks"`` (core memory), ``"procedures"``, ``"records"``
-    (the archival count); the parts of ``window.run.PromptReads``."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "description", one_line(self.description or self.schema.__doc__ or ""))
@@ -446,12 +435,12 @@ class MemoryTool:
 MEMORY_TOOLS: dict[str, MemoryTool] = {
     t.name: t
     for t in (
-        MemoryTool("core_memory_append", CoreAppend, core_memory_append, writes=frozenset({"blocks"})),
-        MemoryTool("core_memory_replace", CoreReplace, core_memory_replace, writes=frozenset({"blocks"})),
-        MemoryTool("archival_memory_insert", ArchivalInsert, archival_memory_insert, writes=frozenset({"records"})),
+        MemoryTool("core_memory_append", CoreAppend, core_memory_append),
+        MemoryTool("core_memory_replace", CoreReplace, core_memory_replace),
+        MemoryTool("archival_memory_insert", ArchivalInsert, archival_memory_insert),
         MemoryTool("archival_memory_search", ArchivalSearch, archival_memory_search),
         MemoryTool("conversation_search", ConversationSearch, conversation_search),
-        MemoryTool("procedure_update", ProcedureUpdate, procedure_update, writes=frozenset({"procedures"})),
+        MemoryTool("procedure_update", ProcedureUpdate, procedure_update),
     )
 }
 
