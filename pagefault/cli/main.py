@@ -29,6 +29,7 @@ from pagefault.maintenance.doctor import data_dir_problems, uses_data_dir
 from pagefault.persistence.embedded import EmbeddedPersistence, open_embedded
 from pagefault.persistence.postgres import PostgresPersistence, open_persistence
 from pagefault.stores.core import CoreMemory
+from pagefault.text.ids import MAX_ID, too_long
 from pagefault.tools.handlers import quote
 from pagefault.window.main_context import SEGMENTS
 from pagefault.window.run import MemoryRun
@@ -244,6 +245,9 @@ def environment_problem(args: argparse.Namespace) -> str | None:
     if args.command == "doctor":
         return None
     Context()  # a ValueError naming the setting
+    for flag in ("user", "agent", "thread"):
+        if len(vars(args).get(flag) or "") > MAX_ID:
+            raise too_long(f"--{flag}", vars(args)[flag])
     output = vars(args).get("output")  # a file the command writes (export -o), checked before the work
     if output not in (None, "-"):
         folder = os.path.dirname(os.path.abspath(output))

@@ -28,6 +28,7 @@ from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 
 from pagefault.engines.locks import LockTimeout, NamedLocks, ProcessLocks, locks_of
+from pagefault.text.ids import check_run_ids
 
 #: Seconds a run waits for another run on the same thread to finish.
 THREAD_WAIT = 120.0
@@ -137,7 +138,9 @@ class SerializedGraph(AdmittingGraph):
             self._release(tid)
 
     def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[Any]:
-        """LangGraph's ``stream``, inside the thread's turn; ``invoke`` runs through it."""
+        """LangGraph's ``stream``, inside the thread's turn; ``invoke`` runs through it. A run whose thread,
+        user or agent id is too long is refused first (``text.ids``)."""
+        check_run_ids(config, kwargs.get("context"))
         with self._turn(config):
             yield from super().stream(input, config, **self._durable(kwargs))
 
@@ -145,6 +148,7 @@ class SerializedGraph(AdmittingGraph):
                       **kwargs: Any) -> AsyncIterator[Any]:
         """LangGraph's ``astream``, inside the thread's turn (taken off the event loop); ``ainvoke`` runs
         through it."""
+        check_run_ids(config, kwargs.get("context"))
         tid = _thread(config)
         if tid is not None:
             await self._aacquire(tid)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, TypedDict, TypeVar, get_type_hints
 
 from pagefault.safety.policy import CORE_EDIT_POLICIES, GUARD_MODES
+from pagefault.text.ids import MAX_ID, too_long
 
 DEFAULT_PERSONA = (
     "I am a helpful assistant with a long-term memory. I keep what the user tells me, "
@@ -127,6 +128,9 @@ class Context:
             if kind is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
                 noun = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false"}[str(f.type)]
                 raise ValueError(f"{f.name} must be {noun}, got {value!r}")
+        for name in ("user_id", "agent_id"):  # the rest of an id's rule is ``Scope``'s, checked as a run opens it
+            if len(getattr(self, name)) > MAX_ID:
+                raise ValueError(f"{too_long(name, getattr(self, name))}{_from_env(name, getattr(self, name))}")
         if self.guard not in GUARD_MODES:
             raise ValueError(f"guard must be one of {', '.join(GUARD_MODES)}, got {self.guard!r}")
         if self.untrusted_core_edits not in CORE_EDIT_POLICIES:

@@ -54,6 +54,7 @@ from pagefault.models.tokens import token_counter
 from pagefault.serve.settings import ServerSettings
 from pagefault.stores.scope import Scope
 from pagefault.stores.services import MemoryServices
+from pagefault.text.ids import check_run_ids
 from pagefault.text.messages import message_text
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
@@ -198,6 +199,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         """LangChain's first-step hook: put right what runs cut short on this thread left undone
         (``window.cut_short.fold_cut_short``), on a thread this run's user and agent own."""
         config = _config()
+        check_run_ids(config, getattr(runtime, "context", None))  # a wrapped app refused it before its input was saved
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         owner = state.get("owner")
         if owner and owner != owner_of(Scope(ctx.user_id, ctx.agent_id)):

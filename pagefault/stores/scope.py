@@ -4,20 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pagefault.text.unicode import check_unicode
-
-_MAX_ID = 256
-
-
-def _check_id(kind: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{kind} must be a non-empty string, got {value!r}")
-    if len(value) > _MAX_ID:
-        raise ValueError(f"{kind} is longer than {_MAX_ID} characters")
-    if any(ord(c) < 32 or c == "\x7f" for c in value):
-        raise ValueError(f"{kind} must not contain control characters")
-    check_unicode(value, kind)
-    return value
+from pagefault.text.ids import check_id
 
 
 @dataclass(frozen=True)
@@ -32,8 +19,8 @@ class Scope:
     agent_id: str = "default"
 
     def __post_init__(self) -> None:
-        _check_id("user_id", self.user_id)
-        _check_id("agent_id", self.agent_id)
+        check_id("user_id", self.user_id)
+        check_id("agent_id", self.agent_id)
 
     @property
     def key(self) -> str:

@@ -51,6 +51,7 @@ from pagefault.graph.delta_memo import last_saved
 from pagefault.graph.saved_state import saved_values
 from pagefault.graph.state import PagefaultState
 from pagefault.stores.scope import Scope
+from pagefault.text.ids import check_run_ids
 from pagefault.window.setup import AgentSetup
 from pagefault.window.thread_owner import arefuse_foreign_run, refuse_foreign_run
 
@@ -181,6 +182,7 @@ class ResumingGraph(AdmittingGraph, CompiledStateGraph[PagefaultState, Context, 
         """The run's config, stamped with who runs it, and the stamp to look for a cut-short run by
         (None: nothing to look for: no new input, no saved thread, a nested or time-travel run, or a
         context the graph will refuse, which the run itself reports)."""
+        check_run_ids(config, context)  # an id too long is refused before anything is written
         config = cast(RunnableConfig, dict(config or {}))
         try:
             ctx = self.setup.run_context(context, config)

@@ -82,6 +82,8 @@ class SetAside:
     text: str
     error: str
     at: float
+#: Seconds a normal exit waits for a writer thread to finish the write in hand and stop (``WriteBehind.close``).
+EXIT_WAIT = 120.0
 
 
 class WriteBehind:
@@ -98,6 +100,8 @@ class WriteBehind:
     _local: threading.local
     _error: BaseException | None
     _thread: threading.Thread | None
+    #: Set by ``close``: the writer stops after the write in hand, and no new one starts.
+    _closed: bool = False
 
     def flush(self, timeout: float | None = 120.0) -> None:
         """Wait until the inserts journalled before this call are written; raise the error that stops one."""
@@ -118,9 +122,12 @@ class WriteBehind:
         raise NotImplementedError
 
     def _wake(self) -> None:
-        """Start the writer thread if it is not running (again, after a failure), and wake it."""
+        """Start the writer thread if it is not running (again, after a failure), and wake it; after
+        ``close``, nothing starts (what is journalled stays journalled)."""
         with self._cond:
             self._error = None
+            if self._closed:
+                return
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)
                 self._thread.start()
@@ -141,6 +148,23 @@ class WriteBehind:
     def in_writer(self) -> bool:
         """Whether this is the writer's thread (whose reads must not wait for itself)."""
         return getattr(self._local, "writer", False)
+
+    def close(self, timeout: float | None = EXIT_WAIT) -> bool:
+        """Stop the writer thread: it finishes the write in hand (a run of one scope's inserts, which may
+        be another process's) and ends; wait up to ``timeout`` seconds for it. What is still journalled
+        stays journalled, written when the store is next opened. True once no writer thread runs.
+
+        The writer is a daemon thread: left running at exit, it would still be inside onnxruntime or
+        Chroma's native code when the interpreter finalizes, and the process died there (SIGABRT,
+        SIGSEGV) after its work was done. A normal exit calls this (after ``flush``) for every journal."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
 
 
 class ArchivalJournal(WriteBehind):
@@ -225,7 +249,7 @@ class ArchivalJournal(WriteBehind):
         if self.in_writer():
             return
         with self._cond:
-            if not self._pending:
+            if not self._pending or self._closed:  # closed: they stay journalled for the next open
                 return
             attempt = self._attempt
         self._wake()
@@ -252,7 +276,7 @@ class ArchivalJournal(WriteBehind):
         deadline = time.monotonic() + self.linger
         while True:
             with self._cond:
-                if self._waiting > 0 or self._hurried:
+                if self._waiting > 0 or self._hurried or self._closed:
                     self._hurried = False
                     return
                 rows = self._db.execute("SELECT seq, entry FROM archival_journal WHERE seq > ? ORDER BY seq",
@@ -261,8 +285,8 @@ class ArchivalJournal(WriteBehind):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    self._cond.wait_for(
-                        lambda: self._waiting > 0 or self._hurried or self._appended > self._prepared_seq, left)
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or self._closed
+                                        or self._appended > self._prepared_seq, left)
                     continue
                 self._prepared_seq = rows[-1][0]
             try:
@@ -276,7 +300,9 @@ class ArchivalJournal(WriteBehind):
         background_embedding()
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._pending) and self._error is None)
+                self._cond.wait_for(lambda: (bool(self._pending) and self._error is None) or self._closed)
+                if self._closed:
+                    return
             if not self._backlog:
                 self._linger()
             with self._cond:
@@ -308,7 +334,8 @@ class ArchivalJournal(WriteBehind):
         """Write journalled ``rows`` and delete them, setting aside those whose write fails alone
         (``write_isolating``); a failure of the machine, or of everything, is raised."""
         failed, wrote = write_isolating(rows, self.apply, lambda part: self._written([seq for seq, _ in part],
-                                                                                      {entry[4] for _, entry in part}))
+                                                                                      {entry[4] for _, entry in part}),
+                                        closed=lambda: self._closed)
         aside, kept = self._lone.judged(failed, wrote)
         if aside:
             self._set_aside(aside)
@@ -374,13 +401,14 @@ class Lone:
 
 
 def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
-                    written: Callable[[list[tuple[int, Entry]]], object]) -> tuple[list[Failed], bool]:
+                    written: Callable[[list[tuple[int, Entry]]], object], *,
+                    closed: Callable[[], bool] = lambda: False) -> tuple[list[Failed], bool]:
     """Write journal ``rows`` (seq, scope key, rid, entry) in order, a run of one scope at a time, with
     ``apply``, telling ``written`` each part written; return the rows that failed alone (see the module
     docstring), unwritten, and whether any part was written. A run whose write fails for a reason not of
     the machine is halved until those are found, and a row that cannot be read fails alone at once. A
     failure of the machine is raised, and so is the ``SET_ASIDE_PROBES``-th row failing alone before
-    anything was written."""
+    anything was written. Once ``closed`` says so (a normal exit), the parts not yet written stay journalled."""
     readable: list[tuple[int, str, str, str]] = []
     failed: list[Failed] = []
     for row in rows:
@@ -394,6 +422,8 @@ def write_isolating(rows: list[tuple[int, str, str, str]], apply: Apply,
     for scope, run in entry_runs(readable):
         parts = [run]
         while parts:
+            if closed():  # exiting: the rest stays journalled for the next open
+                return failed, wrote
             part = parts.pop(0)
             try:
                 apply(scope, [entry for _, entry in part])
@@ -480,9 +510,12 @@ def entry_runs(rows: list[tuple[int, str, str, str]]) -> list[tuple[Scope, list[
 
 @atexit.register
 def _drain() -> None:
-    """On a normal exit, write what is journalled (a crash leaves it for the next open)."""
+    """On a normal exit, write what this process journalled (a crash leaves it for the next open), then
+    stop the writer threads before the interpreter finalizes (``WriteBehind.close``)."""
     for journal in list(ArchivalJournal.running):
         try:
             journal.flush(timeout=30)
         except Exception as exc:  # still journalled: written when the store is next opened
             log.warning("archival inserts left journalled at exit: %s", exc)
+        if not journal.close():
+            log.warning("the archival writer was still writing %.0f s after exit began", EXIT_WAIT)

@@ -42,6 +42,8 @@ MAX_TURNS = 4096
 
 #: How long the worker waits for more turns before writing what it has, unless a reader is waiting.
 LINGER_SECONDS = 0.25
+#: Seconds a normal exit waits for the worker to finish the job in hand and stop (``RecallWriter.close``).
+EXIT_WAIT = 120.0
 
 Entry = tuple[int, BaseMessage]
 InWindow = tuple[Scope, str, int]
@@ -81,6 +83,7 @@ class RecallWriter:
         self._done: OrderedDict[tuple[str, str], dict[int, str]] = OrderedDict()
         self._waiting = 0  # callers in ``flush``
         self._hurried = False  # the turn is over (``hurry``): write what is queued now
+        self._closed = False  # ``close``: the worker stops after the job in hand, and no new one starts
         self.linger = LINGER_SECONDS
         self.failures = 0
         self.busy_seconds = 0.0  # time spent indexing, for benchmarks: the work left the turn, not the machine
@@ -138,6 +141,8 @@ class RecallWriter:
         with self._cond:
             if settled():
                 return True
+            if self._closed:  # exiting: what is left is indexed again from the checkpoint (``recall_indexed``)
+                return False
             self._waiting += 1
             self._cond.notify_all()  # the worker stops lingering
             try:
@@ -169,7 +174,23 @@ class RecallWriter:
             table.popitem(last=False)
         return seen
 
+    def close(self, timeout: float | None = EXIT_WAIT) -> bool:
+        """Stop the worker: it finishes the job in hand and ends; wait up to ``timeout`` seconds for it.
+        Jobs still queued stay unconfirmed (the checkpoint's ``recall_indexed`` has them indexed again).
+        True once no worker runs. A daemon thread left inside onnxruntime or Chroma when the interpreter
+        finalizes killed the process (SIGABRT, SIGSEGV), so a normal exit calls this after ``flush``."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
     def _start(self) -> None:
+        if self._closed:
+            return
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._run, name="pagefault-recall-writer", daemon=True)
             self._thread.start()
@@ -196,7 +217,9 @@ class RecallWriter:
             self._background()
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._queue))
+                self._cond.wait_for(lambda: bool(self._queue) or self._closed)
+                if self._closed:
+                    return
             self._linger()
             with self._cond:
                 jobs = self._current = self._take()
@@ -204,6 +227,8 @@ class RecallWriter:
             start = time.perf_counter()
             try:
                 for job in jobs:
+                    if self._closed:  # exiting: the rest is indexed again from the checkpoint
+                        break
                     self._index(job)
             finally:
                 with self._cond:
@@ -221,14 +246,14 @@ class RecallWriter:
         unprepared = lambda: self._prepare is not None and any(not j.prepared for j in self._queue)  # noqa: E731
         while True:
             with self._cond:
-                if self._waiting > 0 or self._hurried:
+                if self._waiting > 0 or self._hurried or self._closed:
                     self._hurried = False
                     return
                 if not unprepared():
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or unprepared(), left)
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or self._closed or unprepared(), left)
                     continue
                 todo = [j for j in self._queue if not j.prepared]
                 for j in todo:
@@ -264,6 +289,9 @@ _writers: "weakref.WeakSet[RecallWriter]" = weakref.WeakSet()
 
 @atexit.register
 def _drain() -> None:
-    """On a normal exit, finish what is queued (a crash is covered by ``recall_indexed``)."""
+    """On a normal exit, finish what is queued (a crash is covered by ``recall_indexed``), then stop the
+    workers before the interpreter finalizes (``RecallWriter.close``)."""
     for writer in list(_writers):
         writer.flush(timeout=30)
+        if not writer.close():
+            log.warning("the recall writer was still writing %.0f s after exit began", EXIT_WAIT)

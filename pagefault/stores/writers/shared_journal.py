@@ -37,6 +37,7 @@ from pagefault.models.embeddings import background_embedding
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
 from pagefault.stores.writers.archival_journal import (
+    EXIT_WAIT,
     LINGER_SECONDS,
     PASS_ROWS,
     Appended,
@@ -168,8 +169,9 @@ class SharedJournal(WriteBehind):
 
     def flush(self, timeout: float | None = 120.0) -> None:
         """Wait until every insert journalled (by any replica) before this call is written; raise the
-        error that stops one of this process's writes."""
-        if self.in_writer():
+        error that stops one of this process's writes. After ``close`` it does not wait (the rows stay
+        journalled, for another replica or the next start)."""
+        if self.in_writer() or self._closed:
             return
         t = SHARED_JOURNAL_TABLE
         with self._cond:
@@ -216,7 +218,7 @@ class SharedJournal(WriteBehind):
         deadline = time.monotonic() + self.linger
         while True:
             with self._cond:
-                if self._waiting > 0 or self._hurried:
+                if self._waiting > 0 or self._hurried or self._closed:
                     self._hurried = False
                     return
                 texts, self._texts = self._texts, []
@@ -224,7 +226,8 @@ class SharedJournal(WriteBehind):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
-                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or bool(self._texts), left)
+                    self._cond.wait_for(lambda: self._waiting > 0 or self._hurried or self._closed or bool(self._texts),
+                                        left)
                     continue
             if self._prepare is not None:
                 try:
@@ -237,7 +240,10 @@ class SharedJournal(WriteBehind):
         background_embedding()
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: (bool(self._pending) or self._sweep) and self._error is None)
+                self._cond.wait_for(lambda: ((bool(self._pending) or self._sweep) and self._error is None)
+                                    or self._closed)
+                if self._closed:  # exiting (``close``): what is journalled stays for another replica
+                    return
             self._linger()
             with self._cond:
                 self._hurried = self._sweep = False
@@ -275,7 +281,7 @@ class SharedJournal(WriteBehind):
                                       (PASS_ROWS,)).fetchall()
             done: list[int] = []
             failed, wrote = write_isolating([tuple(r) for r in rows], self.apply,
-                                            lambda part: done.extend(seq for seq, _ in part))
+                                            lambda part: done.extend(seq for seq, _ in part), closed=lambda: self._closed)
             aside, kept = self._lone.judged(failed, wrote)  # ``kept`` stay journalled: raised once this commits
             for seq, _, _, exc in aside:
                 self._conn.execute(f"INSERT INTO {a} (seq, scope, rid, entry, error, at) SELECT seq, scope, rid, entry,"
@@ -314,11 +320,13 @@ def _value(row: Any) -> Any:
 
 @atexit.register
 def _drain_shared() -> None:
-    """On a normal exit, write what this process journalled (a crash leaves it for another replica)."""
+    """On a normal exit, write what this process journalled (a crash leaves it for another replica), then
+    stop the writer threads before the interpreter finalizes (``WriteBehind.close``)."""
     for journal in list(SharedJournal.running):
-        if not journal.hurry():  # nothing of this process's left to write
-            continue
-        try:
-            journal.flush(timeout=30)
-        except Exception as exc:
-            log.warning("archival inserts left journalled at exit: %s", exc)
+        if journal.hurry():  # something of this process's is left to write
+            try:
+                journal.flush(timeout=30)
+            except Exception as exc:
+                log.warning("archival inserts left journalled at exit: %s", exc)
+        if not journal.close():
+            log.warning("the shared archival writer was still writing %.0f s after exit began", EXIT_WAIT)

@@ -183,3 +183,45 @@ def test_an_insert_failing_because_its_provider_is_out_of_reach_is_never_set_asi
         assert journal.is_pending(rec.id) and journal.set_aside() == []
     down.clear()
     assert svc.archival.get(ana, rec.id).text == "Ana's umbrella is green."
+
+
+
+def test_the_exit_hook_stops_the_writer_even_while_it_writes_another_process_s_inserts(tmp_path, monkeypatch):
+    """The journal is the directory's: a writer also writes what other processes journalled. At exit this
+    process's own inserts are written, and the writer, which may then be writing another process's, must
+    have ended before the hook returns: left running, it was inside onnxruntime or Chroma when the
+    interpreter finalized, and the process died (exit 134 or 139, issue 44 case 8)."""
+    import sqlite3
+    import weakref
+
+    from pagefault.stores.provenance import Provenance
+    from pagefault.stores.writers import archival_journal
+    from pagefault.stores.writers.archival_journal import ArchivalJournal, encode_entry
+
+    ana, bob, path = Scope("ana"), Scope("bob"), str(tmp_path / "lexical.sqlite")
+    gate, in_other, written, writers = threading.Event(), threading.Event(), [], []
+
+    def apply(scope, entries):
+        writers.append(threading.current_thread())
+        if scope == bob:  # another process's inserts: held inside their write until the test lets go
+            in_other.set()
+            assert gate.wait(60)
+        written.extend((scope.user_id, e[0]) for e in entries)
+
+    journal = ArchivalJournal(path, apply, prepare=lambda texts: None)
+    monkeypatch.setattr(ArchivalJournal, "running", weakref.WeakSet([journal]))  # the exit hook drains this one only
+    journal.linger = 3600.0  # the writer waits for a read (the exit's flush) before it writes
+    journal.append(ana, "Ana keeps her bicycle in the cellar.", (), Provenance(source="user"), 0.0, "arc-ana")
+    bobs = "Bob parks his van behind the bakery."
+    with sqlite3.connect(path) as other:  # another process on the directory journals after this one
+        other.execute("INSERT INTO archival_journal (scope, rid, entry) VALUES (?,?,?)",
+                      (bob.key, "arc-bob", encode_entry(bob, bobs, (), Provenance(source="user"), 0.0)))
+    exiting = threading.Thread(target=archival_journal._drain)
+    exiting.start()
+    assert in_other.wait(60), "the writer never took the other process's insert"
+    assert written == [("ana", "Ana keeps her bicycle in the cellar.")] and not journal.is_pending("arc-ana")
+    gate.set()
+    exiting.join(120)
+    assert not exiting.is_alive()
+    assert written[-1] == ("bob", bobs), "the write in hand is finished"
+    assert not writers[-1].is_alive(), "the writer thread outlived the exit hook"
