@@ -240,7 +240,7 @@ def test_a_line_typed_after_a_kill_is_saved_before_the_killed_turn_is_finished(t
     assert held_channel == HELD
 
 
-HELD_KILLS = 16
+HELD_KILLS = 20
 HELD_SEED = 44
 
 
