@@ -20,14 +20,12 @@ from typing import Any, AsyncIterator, Iterator, Sequence, cast
 
 from langchain_core.messages import AnyMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 
 from pagefault.engines.thread_lock import AdmittingGraph, SerializedGraph, compiled_fields, serialized
-from pagefault.graph.saved_state import saved_values
 from pagefault.serve.settings import ServerSettings
 from pagefault.stores.scope import Scope
+from pagefault.window.cut_short import FirstStep
 from pagefault.window.thread_owner import arefuse_foreign_run, refuse_foreign_run
 
 
@@ -86,20 +84,8 @@ def refused_input(messages: Sequence[AnyMessage], config: RunnableConfig) -> lis
     """The removals of what a refused run added to the thread's ``messages`` (its input), for its first
     step (``config``, the step's): the messages the thread's checkpoint before the run's input did not
     hold. None for a run without a checkpointer or nested in another graph."""
-    conf = config.get("configurable") or {}
-    saver, thread = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get("thread_id")
-    where = conf.get("checkpoint_map") or {}
-    here, task_step = where.get(""), (config.get("metadata") or {}).get("langgraph_step")
-    if not isinstance(saver, BaseCheckpointSaver) or thread is None or set(where) != {""} or not here \
-            or not isinstance(task_step, int):
+    first = FirstStep.of(config)
+    if first is None:
         return []
-    root = {"thread_id": thread, "checkpoint_ns": ""}
-    # This step starts one step after the run's input checkpoint, which may still be on its way to the
-    # saver (durability="async"): it is recognised by its step and skipped.
-    input_step = task_step - 2
-    recent = list(saver.list(cast(RunnableConfig, {"configurable": root}),
-                             before=cast(RunnableConfig, {"configurable": {**root, "checkpoint_id": here}}), limit=2))
-    prev = next((cp for cp in recent if not ((cp.metadata or {}).get("source") == "input"
-                                              and (cp.metadata or {}).get("step") == input_step)), None)
-    held = {m.id for m in (saved_values(saver, prev).get("messages") or [])} if prev is not None else set()
+    held = first.held_before(first.before_input())
     return [RemoveMessage(id=m.id) for m in messages if m.id is not None and m.id not in held]

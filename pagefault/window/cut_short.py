@@ -415,32 +415,61 @@ def _lost_inputs(saver: BaseCheckpointSaver, root: RunnableConfig, here: str, st
         cursor = page[-1].checkpoint["id"]
 
 
+@dataclass(frozen=True)
+class FirstStep:
+    """Where an agent's first step stands: its thread's ``saver``, the thread's ``root`` config, the
+    checkpoint the step starts from (``here``) and that checkpoint's ``step``."""
+
+    saver: BaseCheckpointSaver
+    root: RunnableConfig
+    here: str
+    step: int
+
+    @classmethod
+    def of(cls, config: RunnableConfig) -> "FirstStep | None":
+        """The first step of ``config`` (a step's config); None for a graph without a checkpointer, or
+        nested in another graph."""
+        conf = config.get("configurable") or {}
+        saver, thread = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get("thread_id")
+        where = conf.get("checkpoint_map") or {}
+        here, task_step = where.get(""), (config.get("metadata") or {}).get("langgraph_step")
+        if not isinstance(saver, BaseCheckpointSaver) or thread is None or set(where) != {""} or not here \
+                or not isinstance(task_step, int):
+            return None
+        root = cast(RunnableConfig, {"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
+        return cls(saver, root, str(here), task_step - 1)  # a task's step is one past its checkpoint's
+
+    def before_input(self) -> CheckpointTuple | None:
+        """The thread as the run before this one left it: the checkpoint before this run's input checkpoint
+        (which is one step before ``here`` and may still be on its way to the saver, ``durability="async"``:
+        it is recognised by its step and skipped)."""
+        before = cast(RunnableConfig, {"configurable": {**self.root["configurable"], "checkpoint_id": self.here}})
+        latest = list(self.saver.list(self.root, before=before, limit=2))  # read to the end: an async reader closes
+        return next((cp for cp in latest if not ((cp.metadata or {}).get("source") == "input"
+                                                 and (cp.metadata or {}).get("step") == self.step - 1)), None)
+
+    def held_before(self, prev: CheckpointTuple | None) -> set[str | None]:
+        """The ids of the messages the thread held at ``prev`` (``before_input``)."""
+        return {m.id for m in (saved_values(self.saver, prev).get("messages") or [])} if prev is not None else set()
+
+
 def fold_cut_short(messages: Sequence[AnyMessage], config: RunnableConfig, received: str) -> Fold:
     """Put right, at an agent's first step, what runs cut short on its thread left undone (see the module
     docstring): ``messages`` are the thread's window now (the new input last), ``config`` the step's
     (its checkpointer, thread and checkpoint), ``received`` the last fold's ``Fold.received`` ("" for
     none). Nothing is changed for a graph without a checkpointer, or nested in another graph."""
-    conf = config.get("configurable") or {}
-    saver, thread = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get("thread_id")
-    where = conf.get("checkpoint_map") or {}
-    here, task_step = where.get(""), (config.get("metadata") or {}).get("langgraph_step")
-    if not isinstance(saver, BaseCheckpointSaver) or thread is None or set(where) != {""} or not here \
-            or not isinstance(task_step, int):
+    first = FirstStep.of(config)
+    if first is None:
         return Fold(None, received)
-    step = task_step - 1  # a task's step is one past the checkpoint it starts from
-    root = cast(RunnableConfig, {"configurable": {"thread_id": thread, "checkpoint_ns": ""}})
-    lost = _lost_inputs(saver, root, here, step, received)
+    saver, here = first.saver, first.here
+    lost = _lost_inputs(saver, first.root, here, first.step, received)
     answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
     dangling = [tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls if tc["id"] not in answered]
     if not lost and not dangling:
         return Fold(None, here)
     # The thread as the run before this one left it: the new input starts at the first message it did not hold.
-    before = cast(RunnableConfig, {"configurable": {**root["configurable"], "checkpoint_id": here}})
-    latest = list(saver.list(root, before=before, limit=2))  # read to the end: an async saver's reader closes
-    prev = next((cp for cp in latest
-                 if not ((cp.metadata or {}).get("source") == "input" and (cp.metadata or {}).get("step") == step - 1)),
-                None)
-    held = {m.id for m in (saved_values(saver, prev).get("messages") or [])} if prev is not None else set()
+    prev = first.before_input()
+    held = first.held_before(prev)
     split = next((i for i, m in enumerate(messages) if m.id not in held), len(messages))
     parents = [saver.get_tuple(cp.parent_config) for cp in lost if cp.parent_config]
     results = _tool_results([cp for cp in [prev, *parents] if cp is not None])
