@@ -48,6 +48,7 @@ from typing import Callable, Literal, Sequence
 from pagefault.models.embeddings import background_embedding
 from pagefault.stores.provenance import Provenance
 from pagefault.stores.scope import Scope
+from pagefault.stores.writers import joined
 
 log = logging.getLogger(__name__)
 
@@ -161,10 +162,7 @@ class WriteBehind:
             self._closed = True
             self._cond.notify_all()
             thread = self._thread
-        if thread is None or thread is threading.current_thread():
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
+        return joined(thread, timeout)
 
 
 class ArchivalJournal(WriteBehind):

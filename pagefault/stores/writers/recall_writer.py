@@ -32,6 +32,7 @@ from typing import Callable, Mapping, Sequence
 from langchain_core.messages import BaseMessage
 
 from pagefault.stores.scope import Scope
+from pagefault.stores.writers import joined
 
 log = logging.getLogger(__name__)
 
@@ -183,10 +184,7 @@ class RecallWriter:
             self._closed = True
             self._cond.notify_all()
             thread = self._thread
-        if thread is None or thread is threading.current_thread():
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
+        return joined(thread, timeout)
 
     def _start(self) -> None:
         if self._closed:
