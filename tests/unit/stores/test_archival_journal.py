@@ -1,14 +1,10 @@
 """A turn's archival inserts are journalled and written behind it on the embedded setup
 (``pagefault.stores.writers.archival_journal``): the turn gets the record's id at once, every read waits for
-the write, a failed write stays journalled and is retried, and a killed process loses nothing."""
+the write, a failed write stays journalled and is retried (``tests/integration/test_journal_survives_kill.py``:
+a killed process loses nothing)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 
@@ -71,32 +67,6 @@ def test_a_fact_written_behind_settles_its_timeline(data_dir):
     berlin = svc.archival.insert(scope, "As of 2024-05-03, Ana's city is Berlin.", defer=True)
     assert svc.archival.get(scope, paris.id).validity.superseded_by == berlin.id
     assert svc.archival.get(scope, berlin.id).validity.current
-
-
-CHILD = textwrap.dedent("""
-    import sys, threading
-    from pagefault import MemoryServices, Scope
-    svc = MemoryServices.open(sys.argv[1])
-    svc.archival.journal.apply = lambda *a: threading.Event().wait()  # the writer never writes
-    rec = svc.archival.insert(Scope("ana"), "The boat Gaviota is moored in Denia.", defer=True)
-    print(rec.id, flush=True)
-    threading.Event().wait()
-""")
-
-
-def test_a_killed_process_loses_no_journalled_insert(data_dir):
-    child = subprocess.Popen([sys.executable, "-c", CHILD, data_dir], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "ANONYMIZED_TELEMETRY": "False"})
-    try:
-        rid = child.stdout.readline().strip()
-        assert rid.startswith("arc-"), "the child journalled the insert"
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-    svc, scope = MemoryServices.open(data_dir), Scope("ana")  # a new process opens the directory
-    assert svc.archival.count(scope) == 1
-    assert [r.id for r, _ in svc.archival.search(scope, "boat Gaviota", 3)] == [rid]
-    assert svc.archival.count(scope) == 1 and not svc.archival.journal.is_pending(rid)
 
 
 def test_rows_another_process_wrote_are_not_waited_for(data_dir):

@@ -1,24 +1,22 @@
 """Scope and search filters, clause by clause: the scope key and namespaces (``stores.scope``), Chroma's
 ``where`` (``index.hybrid.chroma_where``), the BM25 filters (``index.lexical_sqlite``,
+``tests/integration/test_scope_filters_postgres.py`` for
 ``index.lexical_postgres``), the resident vectors' ``where`` (``index.resident_vectors``) and the scope
 checks of archival and recall reads.
 Each rule is pinned with the data that breaks when the rule does: two users whose records would meet,
-a bound that is inclusive, a clause that must be ANDed. Real SQLite, real Chroma, real Postgres."""
+a bound that is inclusive, a clause that must be ANDed. Real SQLite, real Chroma."""
 
 from __future__ import annotations
 
-import random
 import string
 
 import numpy as np
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
-from support.engines import fresh_database
 
 from pagefault import MemoryServices, Scope
 from pagefault.stores.archival import Provenance
 from pagefault.stores.index.hybrid import TAG_PREFIX, chroma_where
-from pagefault.stores.index.lexical_postgres import PostgresLexicalIndex
 from pagefault.stores.index.lexical_sqlite import LexicalDoc, LexicalIndex
 from pagefault.stores.index.resident_vectors import ResidentCollection, where_sql
 from pagefault.stores.validity import ALL, CURRENT, as_of
@@ -77,20 +75,11 @@ DOCS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def database():
-    with fresh_database("scope") as url:
-        yield url
-
-
-@pytest.fixture(params=["resident", "fts5", "postgres"])
+@pytest.fixture(params=["resident", "fts5"])
 def lexical(request, tmp_path):
-    """The same documents in each BM25 backend: SQLite with resident postings, plain FTS5, Postgres."""
-    if request.param == "postgres":
-        index = PostgresLexicalIndex(request.getfixturevalue("database"), "archival_" + "".join(
-            random.choice(string.ascii_lowercase) for _ in range(8)))
-    else:
-        index = LexicalIndex(str(tmp_path / "lexical.sqlite"), "archival", resident=request.param == "resident")
+    """The same documents in each SQLite BM25 backend: resident postings, plain FTS5
+    (``tests/integration/test_scope_filters_postgres.py`` runs these checks on Postgres)."""
+    index = LexicalIndex(str(tmp_path / "lexical.sqlite"), "archival", resident=request.param == "resident")
     index.upsert(DOCS)
     yield index
     index.close()
@@ -385,16 +374,11 @@ def test_archival_count_never_misses_an_insert_the_writer_is_storing(data_dir):
     assert not wrong, f"counts outside the inserts made around them: {wrong[:5]}"
 
 
-@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
-def test_count_with_adds_the_ids_not_stored_yet(engine, tmp_path):
-    if engine == "sqlite":
-        _count_with_checks(LexicalIndex(str(tmp_path / "lexical.sqlite"), "archival"))
-        return
-    with fresh_database("count_with") as url:
-        _count_with_checks(PostgresLexicalIndex(url, "archival"))
+def test_count_with_adds_the_ids_not_stored_yet(tmp_path):
+    count_with_checks(LexicalIndex(str(tmp_path / "lexical.sqlite"), "archival"))
 
 
-def _count_with_checks(index) -> None:
+def count_with_checks(index) -> None:
     index.upsert([LexicalDoc(id=f"a{i}", scope="ana", thread_id="", created_at=0.0, tags=(), text=f"note {i}")
                   for i in range(3)])
     assert index.count_with("ana", []) == index.count("ana") == 3
