@@ -18,7 +18,7 @@ import json
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
-from support.devserver import DevServer, dev_server, print_log_on_failure
+from support.devserver import DevServer, print_log_on_failure
 
 from pagefault import Scope
 
@@ -27,9 +27,8 @@ RUN_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):
-    with dev_server(tmp_path_factory.mktemp("langgraph-dev")) as srv:
-        yield srv
+def server(plain_server: DevServer) -> DevServer:
+    return plain_server  # shared with other modules (tests/server/conftest.py): these users are this module's
 
 
 @pytest.fixture(autouse=True)
