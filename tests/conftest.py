@@ -6,8 +6,20 @@ import time
 
 import pytest
 from langchain_core.messages import HumanMessage
+from support.scheduling import LONGEST_FIRST
 
 from pagefault import Context, MemoryServices, Scope, open_embedded
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    tests = config.rootpath / "tests"
+
+    def place(item: pytest.Item) -> int:
+        path = item.path
+        return rank.get(path.relative_to(tests).as_posix(), len(rank)) if path.is_relative_to(tests) else len(rank)
+
+    items.sort(key=place)  # stable: the rest keep their order
 
 
 @pytest.fixture

@@ -36,6 +36,9 @@ def _spawn(tmp_path: Path, data_dir: Path, thread: str, user: str = "ana"):
         env=_env(tmp_path), cwd=str(tmp_path), encoding="utf-8", timeout=TIMEOUT,
         dimensions=(50, 500),  # wide enough that no reply wraps
         echo=False,
+        # poll(), not select(): an xdist worker that ran many tests before this one may hold descriptors
+        # numbered above select()'s 1024 (the memory services a test opens stay open in its process)
+        use_poll=True,
     )
     child.expect("NOT an LLM")  # the offline-model notice comes first
     child.expect(f"thread {re.escape(thread)}")

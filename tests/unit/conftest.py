@@ -1,69 +1,27 @@
 """The unit tier touches no server, no subprocess and no Postgres, so ``pytest tests/unit`` gives its answer
-in about a minute and runs anywhere. Each of those fails a unit test here, naming where the test belongs:
-``tests/integration`` (engines, processes), ``tests/server`` (``langgraph dev``) or ``tests/project``
-(tools run over the repository)."""
+in about a minute and runs anywhere (``support.unit_tier`` refuses them, naming where such a test belongs)."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
 
-import psycopg
 import pytest
-
-_NETWORK = (socket.AF_INET, socket.AF_INET6)
-
-
-class NotAUnitTest(AssertionError):
-    """A unit test reached a server, a subprocess or Postgres."""
-
-
-def _refuse(what: str):
-    def refused(*args, **kwargs):
-        raise NotAUnitTest(f"a unit test started {what}: move it to tests/integration, tests/server or tests/project")
-
-    return refused
-
-
-def _inet_only(method, what: str):
-    def guarded(sock: socket.socket, *args, **kwargs):
-        if sock.family in _NETWORK:
-            _refuse(what)()
-        return method(sock, *args, **kwargs)
-
-    return guarded
-
-
-@contextmanager
-def _unit_tier_only() -> Iterator[None]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(subprocess.Popen, "__init__", _refuse("a subprocess"))
-        mp.setattr(os, "fork", _refuse("a process (os.fork)"))
-        postgres = _refuse("a Postgres connection")
-        mp.setattr(psycopg, "connect", postgres)  # libpq's own sockets: not seen by the socket guard
-        mp.setattr(psycopg.Connection, "connect", classmethod(postgres))
-        mp.setattr(psycopg.AsyncConnection, "connect", classmethod(postgres))
-        mp.setattr(socket.socket, "connect", _inet_only(socket.socket.connect, "a network connection"))
-        mp.setattr(socket.socket, "bind", _inet_only(socket.socket.bind, "a server (a bound network socket)"))
-        yield
+from support.unit_tier import unit_tier_only
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
-    with _unit_tier_only():
+    with unit_tier_only():
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    with _unit_tier_only():
+    with unit_tier_only():
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
-    with _unit_tier_only():
+    with unit_tier_only():
         yield

@@ -1,4 +1,4 @@
-"""The unit tier's guard (``tests/unit/conftest.py``) refuses what a unit test must not touch."""
+"""The unit tier's guard (``support.unit_tier``, held by ``tests/unit/conftest.py``) refuses what a unit test must not touch."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import psycopg
 import pytest
-from conftest import NotAUnitTest
+from support.unit_tier import NotAUnitTest
 
 
 def test_a_subprocess_is_refused():
