@@ -56,6 +56,7 @@ REDACTION_TESTS = (
 )
 SCOPE_TESTS = (
     "tests/unit/stores/test_scope_filters.py",
+    "tests/integration/test_scope_filters_postgres.py",
     "tests/unit/stores/test_search_shortcuts.py",
     "tests/unit/stores/test_resident_vectors.py",
     "tests/unit/stores/test_resident_bm25.py",
