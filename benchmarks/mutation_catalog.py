@@ -96,7 +96,8 @@ AREAS: tuple[Area, ...] = (
                                            "Compaction.update"),
     }, COMPACTION_TESTS),
     Area("scope", "scope filters in archival and recall", {
-        "pagefault/stores/scope.py": ("_check_id", "Scope.__post_init__", "Scope.key", "Scope.namespace"),
+        "pagefault/stores/scope.py": ("Scope.__post_init__", "Scope.key", "Scope.namespace"),
+        "pagefault/text/ids.py": ("check_id",),
         "pagefault/stores/index/hybrid.py": ("chroma_where", "HybridIndex.find", "HybridIndex.unfiltered_neighbours"),
         "pagefault/stores/index/lexical_sqlite.py": ("_filters", "LexicalIndex.matching", "LexicalIndex.fact_records"),
         "pagefault/stores/index/lexical_postgres.py": ("PostgresLexicalIndex.search",),
@@ -230,7 +231,7 @@ HAND: tuple[HandMutant, ...] = (
                "guard=quarantine no longer hides flagged hits", GUARD_TESTS),
     HandMutant("guard", _T, '                if h.get("flags"):', "                if False:",
                "reading flagged memory no longer taints the turn", GUARD_TESTS),
-    HandMutant("guard", _T, "            rules = scan(text[:SCAN_CHARS]).rules", "            rules = ()",
+    HandMutant("guard", _T, "            rules = scan_in_full(message_text(m)).rules", "            rules = ()",
                "flagged tool output no longer taints the turn", GUARD_TESTS),
     HandMutant("guard", _T, 'return [f"the text is instruction-shaped ({r})" for r in scan(text).rules] + list(self.taint)',
                "return list(self.taint)", "an instruction-shaped core edit is trusted when the turn is clean",
@@ -283,9 +284,10 @@ HAND: tuple[HandMutant, ...] = (
                "a token reaches any pagefault store namespace", AUTH_TESTS),
     HandMutant("auth", _AUTH, "    elif recorded != owner:", "    elif False:",
                "another user's run on an owned thread is let in", AUTH_TESTS),
-    HandMutant("auth", _AUTH, "    if metadata.get(OWNER, user) != user or THREAD_OWNER in metadata:",
-               "    if THREAD_OWNER in metadata:", "a client may set the owner tag of what it creates", AUTH_TESTS),
-    HandMutant("auth", _AUTH, '        return {"$or": [{OWNER: user}, {"created_by": "system"}]}', "        return None",
+    HandMutant("auth", _AUTH, "    if metadata.get(OWNER, user) != user or THREAD_OWNER in metadata or CREATED_BY in metadata:",
+               "    if THREAD_OWNER in metadata or CREATED_BY in metadata:",
+               "a client may set the owner tag of what it creates", AUTH_TESTS),
+    HandMutant("auth", _AUTH, '        return {"$or": [{OWNER: user}, {CREATED_BY: "system"}]}', "        return None",
                "one user's assistants are visible to every user", AUTH_TESTS),
     HandMutant("auth", _AUTH, "for a in algorithms) or public and any(", "for a in algorithms) or False and any(",
                "a public key may be used with an HS* algorithm (the HMAC key confusion)", AUTH_TESTS),
@@ -338,7 +340,7 @@ EQUIVALENT: dict[str, str] = {
     "f9f9a23cdb": ("plan_compaction: `max(over, 0)` -> `max(over, 1)` differs only when over <= 0, and then a message is "
                   "cut only if it is over its share (cost > max_msg), where min(max_msg, cost - 1) = min(max_msg, cost) "
                   "= max_msg."),
-    "ca737cafa2": ("_check_id: its return value is never used (Scope.__post_init__ calls it for the checks only)."),
+    "4adde93eaa": ("check_id: its return value is never used (Scope.__post_init__ calls it for the checks only)."),
     "c5ea61a1bc": ("client_values: without the early return, None is neither a mapping, a dataclass nor a pydantic "
                   "model, and the last branch returns {} the same."),
 }
