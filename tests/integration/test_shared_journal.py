@@ -160,3 +160,44 @@ def test_the_same_words_again_are_journalled_once(engines):
     stored = svc.archival.insert(scope, "My aunt Greta repairs clocks in Bremen.", defer=True)
     assert not stored.created and stored.id == first.id and _rows(engines["url"], first.id) == 0
     assert svc.archival.count(scope) == 1
+
+
+def test_a_read_waits_out_rows_another_process_holds_and_then_writes_them(engines):
+    """A replica killed mid-write holds its rows until Postgres rolls its transaction back. A read's first pass
+    skips them (``SKIP LOCKED``); once they are free, the read's writer must take them, not let the read wait
+    out its timeout (a fresh-clone CI run timed out so, after 120 s). The hold is a transaction of this test's,
+    released only after the read's first pass has run."""
+    svc, scope = engines["svc"], Scope("sj-held")
+    journal = svc.archival.journal
+    assert isinstance(journal, SharedJournal)
+    gone = ArchivalStore(svc.archival._index, shared_journal=True)  # a replica that journals, then stops
+    gone.journal.linger = 3600.0
+    rec = gone.insert(scope, "The tide tables are pinned inside the boathouse door.", defer=True)
+    gone.journal.close()  # its row stays journalled, for another replica
+    assert _rows(engines["url"], rec.id) == 1
+    holder = psycopg.connect(engines["url"])
+    holder.execute(f"SELECT 1 FROM {SHARED_JOURNAL_TABLE} WHERE rid = %s FOR UPDATE", (rec.id,))
+    with journal._cond:
+        before = journal._attempt
+    errors: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            journal.flush(timeout=60)
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        with journal._cond:  # the read's pass has run and passed over the held row
+            assert journal._cond.wait_for(lambda: journal._attempt > before, 30)
+        assert _rows(engines["url"], rec.id) == 1 and reader.is_alive()
+    finally:
+        holder.rollback()  # the hold ends, as a killed replica's does
+        holder.close()
+    reader.join(30)
+    assert not reader.is_alive(), "the read still waits for a row no one holds"
+    assert errors == []
+    assert _rows(engines["url"], rec.id) == 0
+    assert [r.id for r, _ in svc.archival.search(scope, "tide tables boathouse", 3)] == [rec.id]

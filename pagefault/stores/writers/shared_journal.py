@@ -189,6 +189,7 @@ class SharedJournal(WriteBehind):
             self._waiting += 1
             self._sweep = True
             first = self._attempt  # a pass after this one that failed is this read's error
+        asked = first  # the pass this read last asked for has run once ``_attempt`` passes this
         self._wake()
         try:
             while True:
@@ -204,6 +205,13 @@ class SharedJournal(WriteBehind):
                     if left is not None and left <= 0:
                         raise TimeoutError(f"archival inserts journalled in {public_url(self.url)} still being "
                                            f"written after {timeout} s")
+                    if self._attempt > asked and not self._sweep:
+                        # The pass asked for is over and rows before the mark remain: another process held them
+                        # (its writer, or one killed mid-write whose transaction had not yet rolled back), and
+                        # SKIP LOCKED passed them over. Ask for another pass, after a pause.
+                        self._cond.wait(SHARED_POLL_SECONDS)
+                        asked, self._sweep = self._attempt, True
+                        self._cond.notify_all()
                     self._cond.wait_for(lambda: self._attempt > seen,
                                         SHARED_POLL_SECONDS if left is None else min(SHARED_POLL_SECONDS, left))
         finally:
