@@ -1,10 +1,11 @@
 """The pagefault graph: reason, page-fault handling, tool dispatch and compaction.
 
 ```
-START -> [over budget?] -> compact -> reason
-               \\-------------------> reason --(memory calls)--> memory --+
-                                         |  \\--(other calls)--> dispatch -+-> [over budget?] -> compact | reason
-                                         +--(final answer)--> END
+START -> reason --(past the trigger)--> compact -> reason
+            |  \\--(memory calls)--> memory --(the user's calls left)--> dispatch -> reason
+            |                           \\------------------------------------> reason
+            +--(the user's calls)--> dispatch -> reason
+            +--(final answer)--> END
 ```
 
 ``graph`` is compiled without a checkpointer or store, as ``langgraph dev`` and the LangGraph
@@ -18,11 +19,9 @@ from typing import Any, Literal, Sequence
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
-from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
-from langgraph.runtime import Runtime
 from pydantic import BaseModel, create_model
 
 from pagefault.engines.thread_lock import SerializedGraph, serialized
@@ -31,14 +30,12 @@ from pagefault.graph.state import InputState, PagefaultState
 from pagefault.nodes.compact import make_compact
 from pagefault.nodes.dispatch import make_dispatch
 from pagefault.nodes.memory import answered_ids, make_memory
-from pagefault.nodes.reason import make_reason
+from pagefault.nodes.reason import DESTINATIONS, make_reason
 from pagefault.serve.settings import ServerSettings, served_settings
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MemoryToolChoice
 from pagefault.window.cut_short import ResumingGraph
-from pagefault.window.fixed_part import check_window
 from pagefault.window.setup import AgentSetup
-from pagefault.window.thread_owner import claim_thread
 
 PagefaultBuilder = StateGraph[PagefaultState, Context, InputState, PagefaultState]
 """The pagefault graph's type: its state, context, input and output schemas."""
@@ -65,49 +62,25 @@ def make_builder(*, tools: Sequence[BaseTool] = (), model: BaseChatModel | None 
 
 
 def _wired(setup: AgentSetup) -> PagefaultBuilder:
-    """The graph's nodes and edges, for ``setup``."""
+    """The graph's nodes and edges, for ``setup``. The edges read state only: ``reason`` measures the
+    window and routes itself (``Command``), to ``compact`` first when it is past its trigger."""
 
-    def route(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
-        run = setup.open_run(setup.context(runtime), runtime.store, config)
-        claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        main = run.main_context(state, setup.tool_schemas)
-        return "compact" if run.over_budget(main) else "reason"
-
-    def start(state: PagefaultState, config: RunnableConfig, runtime: Runtime[Context]) -> Literal["compact", "reason"]:
-        # A run's first step: a window too small for this agent's fixed part is refused here, before any
-        # model call, while the input is still in __start__ (a refused input never enters the thread).
-        run = setup.open_run(setup.context(runtime), runtime.store, config)
-        claim_thread(state.owner, run.scope, run.thread_id)  # refused before the window is measured
-        main = run.main_context(state, setup.tool_schemas)
-        check_window(main, run.ctx)
-        return "compact" if run.over_budget(main) else "reason"
-
-    def after_reason(state: PagefaultState) -> Literal["memory", "dispatch", "__end__"]:
-        last = state.messages[-1] if state.messages else None
-        if not isinstance(last, AIMessage) or not (last.tool_calls or last.invalid_tool_calls):
-            return "__end__"  # END, whose declared type is plain str
-        if last.invalid_tool_calls or any(tc["name"] not in setup.user_tool_names for tc in last.tool_calls):
-            return "memory"
-        return "dispatch"
-
-    def after_memory(state: PagefaultState, config: RunnableConfig,
-                     runtime: Runtime[Context]) -> Literal["dispatch", "compact", "reason"]:
+    def after_memory(state: PagefaultState) -> Literal["dispatch", "reason"]:
         last_ai = next(m for m in reversed(state.messages) if isinstance(m, AIMessage))
         done = answered_ids(state)
         if any(tc["name"] in setup.user_tool_names and tc["id"] not in done for tc in last_ai.tool_calls):
             return "dispatch"
-        return route(state, config, runtime)
+        return "reason"
 
     context_schema = setup.served.context_schema() if setup.served is not None else Context
     builder: PagefaultBuilder = StateGraph(PagefaultState, input_schema=InputState, context_schema=context_schema)
-    builder.add_node("reason", make_reason(setup))
+    builder.add_node("reason", make_reason(setup), destinations=DESTINATIONS)
     builder.add_node("memory", make_memory(setup))
     builder.add_node("dispatch", make_dispatch(setup))
     builder.add_node("compact", make_compact(setup))
-    builder.add_conditional_edges(START, start)
-    builder.add_conditional_edges("reason", after_reason)
+    builder.add_edge(START, "reason")
     builder.add_conditional_edges("memory", after_memory)
-    builder.add_conditional_edges("dispatch", route)
+    builder.add_edge("dispatch", "reason")
     builder.add_edge("compact", "reason")
     return builder
 

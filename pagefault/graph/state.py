@@ -236,6 +236,10 @@ class PagefaultState(InputState):
     system_prompt: Annotated[str, DELTA_CHANNELS["system_prompt"].channel()] = ""
     """The system prompt of the last model call as it was sent: with the messages before that call, each
     checkpoint holds the main context exactly as the model saw it (``pagefault replay``)."""
+    compacted_at: str = ""
+    """The id of the last message when a compaction last ran: ``reason`` sends the run to compaction only
+    when the window is past its trigger and a message has come since, so a window that compaction cannot
+    bring under its trigger (one huge turn) is compacted once per model call, not again and again."""
     evicted_user_messages: int = -1
     """How many of the evicted messages are user messages: the turns that began before the window, so
     ``messages[i]`` is in turn ``evicted_user_messages`` + (user messages in ``messages[: i + 1]``) - 1.

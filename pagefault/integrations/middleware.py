@@ -289,7 +289,8 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
 
     def _end(self, turn: "_Turn", request: ModelRequest) -> Prepared:
         view = turn.view
-        main, warned = turn.run.prompt(view, turn.schemas, app_prompt=turn.app_prompt)
+        main = turn.run.sending(turn.run.prompt(view, turn.schemas, app_prompt=turn.app_prompt))
+        warned = main.warned
         turn.update.update(summary=view.summary, evicted_count=view.evicted_count, compactions=view.compactions,
                            evicted_user_messages=view.evicted_user_messages if view.evicted_count else 0,
                            pressure_warned=view.pressure_warned or warned, tokens=main.tokens)

@@ -22,6 +22,7 @@ def make_compact(setup: AgentSetup) -> Callable[..., dict[str, Any]]:
         claim = claim_thread(state.owner, run.scope, run.thread_id)
         done = compact_window(state, run, config, setup.summary_model(ctx),
                               lambda s: run.main_context(s, setup.tool_schemas))
-        return {**done.update(), **claim}
+        last = state.messages[-1].id if state.messages else None
+        return {**done.update(), "compacted_at": last or "", **claim}
 
     return compact

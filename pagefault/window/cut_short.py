@@ -31,6 +31,7 @@ saved, and puts the new input in ``__start__`` where the old one was. A message 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -259,6 +260,8 @@ class ResumingGraph(AdmittingGraph, CompiledStateGraph[PagefaultState, Context, 
         latest = self._latest(config) if by is not None else None
         if not self._owned_by(config, latest, by):  # else a run of this user and agent ended where the thread is
             self.admit(config, kwargs.get("context"))
+        if by is not None:  # a window too small is refused before the input is saved
+            self.setup.check_window(kwargs.get("context"), config, self.store)
         if by is not None and not self._ended_here(config, latest):
             snapshot = self.get_state(config)
             held = self._held(snapshot) if _holds(snapshot, by) else []
@@ -278,6 +281,8 @@ class ResumingGraph(AdmittingGraph, CompiledStateGraph[PagefaultState, Context, 
         latest = await self._alatest(config) if by is not None else None
         if not self._owned_by(config, latest, by):
             await self.aadmit(config, kwargs.get("context"))
+        if by is not None:
+            await asyncio.to_thread(self.setup.check_window, kwargs.get("context"), config, self.store)
         if by is not None and not self._ended_here(config, latest):
             snapshot = await self.aget_state(config)
             held = await self._aheld(snapshot) if _holds(snapshot, by) else []

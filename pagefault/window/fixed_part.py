@@ -30,9 +30,14 @@ class FixedPart:
 
     @classmethod
     def of(cls, main: MainContext) -> "FixedPart":
-        """The fixed part of ``main`` (a measured main context)."""
-        t = main.tokens
-        return cls(t["system"], t["core"], t.get("procedures", 0), t["tools"])
+        """The fixed part of ``main`` (a measured main context), without its memory-pressure note."""
+        note = main.total - main.measured
+        return cls.of_tokens({**main.tokens, "system": main.tokens["system"] - note})
+
+    @classmethod
+    def of_tokens(cls, tokens: dict[str, int]) -> "FixedPart":
+        """The fixed part of a request measured by segment (``main_context.fixed_sections``)."""
+        return cls(tokens["system"], tokens["core"], tokens.get("procedures", 0), tokens["tools"])
 
     @property
     def total(self) -> int:
@@ -57,10 +62,10 @@ class WindowTooSmall(ValueError):
         self.fixed, self.window, self.target = fixed, window, target
 
 
-def check_window(main: MainContext, ctx: Context) -> FixedPart:
-    """The fixed part of ``main`` (the main context a turn starts with, measured as it will be sent), or
-    ``WindowTooSmall`` when it reaches ``ctx.compaction_target`` x ``ctx.context_window``."""
-    fixed = FixedPart.of(main)
+def check_window(main: MainContext | FixedPart, ctx: Context) -> FixedPart:
+    """The fixed part of ``main`` (the main context a turn starts with, measured as it will be sent, or
+    its fixed part alone), or ``WindowTooSmall`` when it reaches ``ctx.compaction_target`` x ``ctx.context_window``."""
+    fixed = main if isinstance(main, FixedPart) else FixedPart.of(main)
     if fixed.total >= ctx.compaction_target * ctx.context_window:
         raise WindowTooSmall(fixed, ctx.context_window, ctx.compaction_target)
     return fixed

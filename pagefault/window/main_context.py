@@ -33,14 +33,22 @@ SAVING_TOOLS = frozenset({"archival_memory_insert", "core_memory_append", "core_
 
 @dataclass
 class MainContext:
-    """The rendered system prompt and the token cost of each segment of the request."""
+    """The rendered system prompt and the token cost of each segment of the request. ``warned``: the
+    memory-pressure note is in the prompt; ``before_note``: the total without it (-1: the same as ``total``)."""
 
     system_prompt: str
     tokens: dict[str, int]
+    warned: bool = False
+    before_note: int = -1
 
     @property
     def total(self) -> int:
         return self.tokens["total"]
+
+    @property
+    def measured(self) -> int:
+        """The total the budget is judged by: without the pressure note, which only says how full it is."""
+        return self.before_note if self.before_note >= 0 else self.total
 
     def system_message(self) -> SystemMessage:
         return SystemMessage(content=self.system_prompt)
@@ -70,9 +78,9 @@ def render_core(blocks: list[CoreBlock]) -> str:
     return "\n".join(parts)
 
 
-def render_stats(state: PagefaultState, archival_count: int) -> str:
+def render_stats(evicted_count: int, archival_count: int) -> str:
     """The memory statistics line: messages of this thread evicted from its window, records in archival memory."""
-    return f"Memory: {state.evicted_count} message(s) evicted, {archival_count} archival record(s)."
+    return f"Memory: {evicted_count} message(s) evicted, {archival_count} archival record(s)."
 
 
 def tool_names(tool_schemas: list[dict[str, Any]]) -> list[str]:
@@ -94,6 +102,50 @@ def pressure_warning(used: int, window: int, can_save: bool = True) -> str:
     return note + (" Save anything important to archival or core memory now." if can_save else "")
 
 
+@dataclass(frozen=True)
+class FixedSections:
+    """The parts of every request of a run that come before any message, rendered and measured: ``head``
+    (the app's prompt and pagefault's instructions), ``core``, ``rules`` (procedures) and ``tail`` (the
+    statistics and date lines), and ``tokens`` of the segments ``system``, ``core``, ``procedures`` and
+    ``tools``."""
+
+    head: str
+    core: str
+    rules: str
+    tail: str
+    tokens: dict[str, int]
+
+
+def fixed_sections(
+    ctx: Context,
+    counter: TokenCounter,
+    blocks: list[CoreBlock],
+    archival_count: int,
+    tool_schemas: list[dict[str, Any]],
+    *,
+    evicted_count: int = 0,
+    procedures: list[Procedure] | None = None,
+    app_prompt: str = "",
+    prompts: Prompts = DEFAULT_PROMPTS,
+    now: datetime | None = None,
+) -> FixedSections:
+    """The fixed part of a request (``FixedSections``), as ``build_main_context`` renders it: what a run's
+    window must leave room beside (``window.fixed_part``), measured before the run starts."""
+    names = tool_names(tool_schemas)
+    head = "\n\n".join(p for p in (app_prompt if app_prompt.strip() else "", prompts.instructions(names)) if p)
+    tail = render_stats(evicted_count, archival_count) + "\n" + now_line(now or datetime.now(timezone.utc))
+    core = render_core(blocks)
+    rules = render_procedures(procedures or [])
+    tokens = {
+        "system": (TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + _count(counter, "system") + (_count(counter, head) if head else 0)
+                   + counter.count_text(tail)),
+        "core": _count(counter, core),
+        "procedures": counter.count_text(rules) if rules else 0,
+        "tools": counter.count_tools(tool_schemas),
+    }
+    return FixedSections(head, core, rules, tail, tokens)
+
+
 def build_main_context(
     state: PagefaultState,
     ctx: Context,
@@ -103,39 +155,39 @@ def build_main_context(
     tool_schemas: list[dict[str, Any]],
     *,
     warn: bool = False,
+    warn_at: float | None = None,
     procedures: list[Procedure] | None = None,
     app_prompt: str = "",
     prompts: Prompts = DEFAULT_PROMPTS,
     now: datetime | None = None,
 ) -> MainContext:
-    """Render the prompt and count it; with ``warn``, append the memory-pressure note. ``procedures``
+    """Render the prompt and count it; with ``warn``, append the memory-pressure note, and with ``warn_at``
+    append it when the main context without it reaches ``warn_at`` tokens. ``procedures``
     (learned rules) are shown after core memory, apart from facts. ``app_prompt``: an app's own system
     prompt (``create_agent(system_prompt=...)``), which comes first; its tokens count as ``system``.
     ``prompts``: pagefault's instructions (``Prompts.system``, told about the memory tools among
     ``tool_schemas`` only). ``now``: the request's time for its last line (default: the clock)."""
-    names = tool_names(tool_schemas)
-    head = "\n\n".join(p for p in (app_prompt if app_prompt.strip() else "", prompts.instructions(names)) if p)
-    tail = render_stats(state, archival_count) + "\n" + now_line(now or datetime.now(timezone.utc))
-    core = render_core(blocks)
+    fixed = fixed_sections(ctx, counter, blocks, archival_count, tool_schemas, evicted_count=state.evicted_count,
+                           procedures=procedures, app_prompt=app_prompt, prompts=prompts, now=now)
     summary = f"<summary_of_evicted_messages>\n{state.summary}\n</summary_of_evicted_messages>" if state.summary else ""
     tokens = {
-        "system": (TOKENS_PER_MESSAGE + TOKENS_PER_REPLY + _count(counter, "system") + (_count(counter, head) if head else 0)
-                   + counter.count_text(tail)),
-        "core": _count(counter, core),
+        "system": fixed.tokens["system"],
+        "core": fixed.tokens["core"],
         "summary": _count(counter, summary) if summary else 0,
         "messages": counter.count_messages(state.messages),
-        "tools": counter.count_tools(tool_schemas),
+        "tools": fixed.tokens["tools"],
+        "procedures": fixed.tokens["procedures"],
     }
-    rules = render_procedures(procedures or [])
-    tokens["procedures"] = counter.count_text(rules) if rules else 0
-    sections = ([head] if head else []) + [core] + ([rules] if rules else []) + ([summary] if summary else [])
-    total = sum(tokens.values())
-    if warn:
-        note = pressure_warning(total, ctx.context_window, bool(SAVING_TOOLS & set(names)))
+    sections = ([fixed.head] if fixed.head else []) + [fixed.core] + ([fixed.rules] if fixed.rules else []) + (
+        [summary] if summary else [])
+    total = before = sum(tokens.values())
+    warned = warn or (warn_at is not None and total >= warn_at)
+    if warned:
+        note = pressure_warning(total, ctx.context_window, bool(SAVING_TOOLS & set(tool_names(tool_schemas))))
         sections.append(note)
         tokens["system"] += counter.count_text(note)
         total = sum(tokens.values())
-    sections.append(tail)
+    sections.append(fixed.tail)
     tokens["total"] = total
     tokens["window"] = ctx.context_window
-    return MainContext("\n\n".join(sections), tokens)
+    return MainContext("\n\n".join(sections), tokens, warned, before)

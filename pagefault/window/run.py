@@ -34,7 +34,8 @@ from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MEMORY_TOOLS, MemoryCall
 from pagefault.tools.trust import origins_of
 from pagefault.window.events import emit
-from pagefault.window.main_context import DEFAULT_PROMPTS, MainContext, build_main_context
+from pagefault.window.fixed_part import FixedPart
+from pagefault.window.main_context import DEFAULT_PROMPTS, MainContext, build_main_context, fixed_sections
 
 #: Reads a main context's core memory and procedures beside its archival count (``MemoryRun.main_context``).
 _PROMPT_READS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="pagefault-prompt-reads")
@@ -147,19 +148,31 @@ class MemoryRun:
         return PromptReads(self.core.blocks(version=blocks), self.procedures.list(version=procedures), int(records))
 
     def prompt(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *,
-               app_prompt: str = "") -> tuple[MainContext, bool]:
-        """The main context to send now, with the one-shot memory-pressure note when it is due (and a
-        ``memory_pressure`` event); the flag says whether the note was added."""
-        main = self.main_context(state, tool_schemas, app_prompt=app_prompt)
-        warn = not state.pressure_warned and main.total >= self.ctx.warning_fraction * self.ctx.context_window
-        if warn:
-            main = self.main_context(state, tool_schemas, warn=True, app_prompt=app_prompt)
+               app_prompt: str = "") -> MainContext:
+        """The main context to send now, measured once: with the one-shot memory-pressure note when it is
+        due (``MainContext.warned``). The caller that sends it says so (``sending``)."""
+        reads = self.prompt_reads()
+        warn_at = None if state.pressure_warned else self.ctx.warning_fraction * self.ctx.context_window
+        return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas,
+                                  warn_at=warn_at, procedures=reads.procedures, app_prompt=app_prompt,
+                                  prompts=self.prompts)
+
+    def sending(self, main: MainContext) -> MainContext:
+        """``main`` is sent to the model: a ``memory_pressure`` event when it carries the note."""
+        if main.warned:
             emit({"event": "memory_pressure", "tokens": main.total, "window": self.ctx.context_window})
-        return main, warn
+        return main
+
+    def fixed_part(self, tool_schemas: list[dict[str, Any]], *, app_prompt: str = "") -> FixedPart:
+        """The fixed part of this run's requests (``window.fixed_part``), from the stores as they are now."""
+        reads = self.prompt_reads()
+        return FixedPart.of_tokens(fixed_sections(self.ctx, self.counter, reads.blocks, reads.records, tool_schemas,
+                                                  procedures=reads.procedures, app_prompt=app_prompt,
+                                                  prompts=self.prompts).tokens)
 
     def over_budget(self, main: MainContext) -> bool:
-        """Whether the main context is past the compaction trigger."""
-        return main.total > self.ctx.compaction_trigger * self.ctx.context_window
+        """Whether the main context (without the pressure note) is past the compaction trigger."""
+        return main.measured > self.ctx.compaction_trigger * self.ctx.context_window
 
     def memory_call(self, messages: Sequence[BaseMessage], evicted_count: int | None,
                     evicted_user_messages: int = -1) -> MemoryCall:

@@ -20,6 +20,7 @@ from pagefault.models.tokens import TokenCounter, token_counter
 from pagefault.serve.settings import ServerSettings, check_client_settings, identity_of
 from pagefault.text.prompts import Prompts
 from pagefault.tools.handlers import MEMORY_TOOLS, MemoryToolChoice, choose_memory_tools, memory_tool_schemas
+from pagefault.window.fixed_part import check_window
 from pagefault.window.run import MemoryRun
 
 
@@ -86,6 +87,16 @@ class AgentSetup:
         if self.model is not None:
             run.supersede = supersede_judge(self.model)
         return run
+
+    def check_window(self, context: Any, config: RunnableConfig, store: Any) -> None:
+        """``WindowTooSmall`` for a run (started with ``context`` and ``config``) whose window cannot hold this
+        graph's fixed part, before the run starts: the compiled graph asks this of a run with new input
+        before LangGraph saves the input, so a refused input never enters the thread. Nothing is checked
+        without a store (the run itself says it needs one)."""
+        if store is None:
+            return
+        ctx = self.run_context(context, config)
+        check_window(self.open_run(ctx, store, config).fixed_part(self.tool_schemas), ctx)
 
     def context(self, runtime: Runtime[Any]) -> Context:
         """The run's settings, from inside the run (a node): ``run_context`` of its runtime's context."""
