@@ -33,8 +33,10 @@ from pagefault.text.ids import check_run_ids
 #: Seconds a run waits for another run on the same thread to finish.
 THREAD_WAIT = 120.0
 
-# The threads whose lock the current call already holds: ``resume`` runs ``invoke`` inside its own turn.
-_held: ContextVar[frozenset[tuple[int, str]]] = ContextVar("pagefault_threads_held", default=frozenset())
+# The threads whose lock the current call already holds, each with the locks it took (the object itself,
+# compared by identity: a context copied into a task that outlives the call keeps it alive, so no other
+# locks can be mistaken for it): ``resume`` runs ``invoke`` inside its own turn.
+_held: ContextVar[tuple[tuple[NamedLocks, str], ...]] = ContextVar("pagefault_threads_held", default=())
 # The threads whose turn the current run is in (what ``warn_unserialized`` asks; nothing waits on it).
 _in_turn: ContextVar[frozenset[str]] = ContextVar("pagefault_in_turn", default=frozenset())
 _log = logging.getLogger("pagefault.thread_lock")
@@ -81,10 +83,9 @@ class SerializedGraph(AdmittingGraph):
     def _durable(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return {**kwargs, "durability": kwargs.get("durability") or "sync"}
 
-    def _key(self, tid: str) -> tuple[int, str]:
-        # Only ever in ``_held`` while this graph (and so ``self.locks``) is inside the call that set it:
-        # the id cannot be another object's then.
-        return id(self.locks), tid
+    def _holds(self, tid: str) -> bool:
+        """Whether the current call is already inside this graph's locks' turn of thread ``tid``."""
+        return any(locks is self.locks and held == tid for locks, held in _held.get())
 
     def _acquire(self, tid: str) -> None:
         try:
@@ -124,7 +125,7 @@ class SerializedGraph(AdmittingGraph):
     def _turn(self, config: RunnableConfig | None) -> Iterator[None]:
         """Hold the thread for one run (sync callers); a call already inside this thread's turn runs on."""
         tid = _thread(config)
-        if tid is None or self._key(tid) in _held.get():
+        if tid is None or self._holds(tid):
             with self._errors():
                 yield
             return
@@ -172,7 +173,7 @@ class SerializedGraph(AdmittingGraph):
             if not (snap.next or snap.tasks) or any(t.interrupts for t in snap.tasks):
                 return None
             tid = _thread(config)
-            held = _held.set(_held.get() | ({self._key(tid)} if tid is not None else set()))
+            held = _held.set(_held.get() + (((self.locks, tid),) if tid is not None else ()))
             try:
                 return self.invoke(None, config, **self._durable(kwargs))
             finally:
