@@ -274,8 +274,8 @@ def test_kills_of_every_chat_turn_at_points_found_from_the_checkpoints(tmp_path)
 
 
 def test_a_run_that_failed_is_not_run_again(tmp_path):
-    """A run the graph refused in its first step (a window too small for ana's fixed part) raised to its
-    caller; the next call does not run it again, so its message never reaches ana's thread. (Another
+    """A run the graph refused before it started (a window too small for ana's fixed part) raised to its
+    caller with nothing of it saved; the next call does not run it, so its message never reaches ana's thread. (Another
     user's run is refused before anything of it is saved: ``tests/integration/test_refused_run.py``.)"""
     data, thread = str(tmp_path / "pf"), "t-refused"
     with open_embedded(data) as p:
@@ -286,7 +286,7 @@ def test_a_run_that_failed_is_not_run_again(tmp_path):
             graph.invoke({"messages": [HumanMessage("Forget the dog.")]}, config,
                          context=Context(user_id=USER, data_dir=data, context_window=1000))
         snap = graph.get_state(config)
-        assert [t.name for t in snap.tasks] == ["__start__"] and snap.tasks[0].error is not None  # refused
+        assert snap.tasks == () and "Forget the dog." not in _read(data, thread).ever  # refused, nothing saved
         graph.invoke({"messages": [HumanMessage("What is my dog called?")]}, config,
                      context=Context(user_id=USER, data_dir=data))
     assert _read(data, thread).humans() == ["My dog is called Rex.", "What is my dog called?"]

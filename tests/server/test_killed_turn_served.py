@@ -1,7 +1,7 @@
 """A turn cut short under a real ``langgraph dev`` is not lost (issue 21), driven through ``langgraph_sdk``.
 
 The server runs pagefault's served graph with a hold (``support.held_served_graph``): a run can be stopped
-right after its input checkpoint, before any node ran, the window in which a new input used to replace it.
+as its first node starts, after its input checkpoint: the window in which a new input used to replace it.
 
 - **The server is killed** (SIGKILL to its process group) while a run is held there, once the server has
   written its state to disk. ``langgraph dev`` keeps threads, runs and checkpoints in memory and writes them

@@ -1,7 +1,7 @@
 """pagefault's served graph, for ``tests/server/test_killed_turn_served.py``, with a way to hold a run at its input.
 
-When the file ``PAGEFAULT_TEST_HOLD`` names exists, the next run's first step (the router that runs before
-any node, once the run's input checkpoint is saved) removes it, creates ``<hold>.held`` and waits there
+When the file ``PAGEFAULT_TEST_HOLD`` names exists, the next run's first node (``reason``, which runs once the
+run's input checkpoint is saved; the graph's admission, before that, reads no node's settings) removes it, creates ``<hold>.held`` and waits there
 until the server is killed, or until ``<hold>.release`` appears (the held run then fails).
 
 ``langgraph dev`` writes its in-memory checkpoints and runs to ``.langgraph_api`` every 10 seconds; here
@@ -22,10 +22,10 @@ from pagefault.window.setup import AgentSetup
 
 _persistence._flush_interval = 0.2  # read by the flush loop on each round
 
-_open_run = AgentSetup.open_run
+_context = AgentSetup.context
 
 
-def _held_open_run(self: AgentSetup, ctx: Any, store: Any, config: Any) -> Any:
+def _held_context(self: AgentSetup, runtime: Any) -> Any:
     hold = os.environ.get("PAGEFAULT_TEST_HOLD", "")
     if hold and os.path.exists(hold):
         os.remove(hold)
@@ -33,9 +33,9 @@ def _held_open_run(self: AgentSetup, ctx: Any, store: Any, config: Any) -> Any:
         while not os.path.exists(hold + ".release"):
             time.sleep(0.05)
         raise RuntimeError("a held run was released")
-    return _open_run(self, ctx, store, config)
+    return _context(self, runtime)
 
 
-AgentSetup.open_run = _held_open_run  # type: ignore[method-assign]
+AgentSetup.context = _held_context  # type: ignore[method-assign]
 
 graph = served_graph(served_settings())

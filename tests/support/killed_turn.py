@@ -160,12 +160,14 @@ class _Stops:
         self.counts: dict[str, int] = {}
         self.writing = threading.Condition()
         self.in_flight = 0  # task writes being saved
+        self.frozen = False  # an ``input`` stop's input checkpoint is being saved: no task write goes after it
         self._install()
 
     def arm(self, point: str) -> None:
         self.point = point
         kind, _, nth = point.partition(":")
         self.kind, self.n = kind, int(nth or 1)
+        self.frozen = False
         self.counts = dict.fromkeys(("write", "before-write", "before-checkpoint", "archival", "before-archival",
                                      "before-core", "tool-result"), 0)
 
@@ -186,6 +188,7 @@ class _Stops:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         from pagefault.stores.archival import ArchivalStore
+        from pagefault.window.cut_short import HELD
         from pagefault.stores.core import CoreMemory
 
         put, put_writes = SqliteSaver.put, SqliteSaver.put_writes
@@ -197,7 +200,9 @@ class _Stops:
             self.reached("before-write")
             return metadata.get("source") == "loop" and self.kind == "before-checkpoint"
 
-        def writes_start() -> None:
+        def writes_start(writes: Any) -> None:
+            if self.frozen and any(c != HELD for c, _v in writes):  # a task's writes, after the input stop's save
+                threading.Event().wait()  # until the parent's SIGKILL: "input" means no node's writes are saved
             self.reached("before-write")
             with self.writing:
                 self.in_flight += 1
@@ -218,7 +223,14 @@ class _Stops:
                 self.reached("tool-result")
             self.reached("write")
 
+        def freeze(metadata: Any) -> None:
+            # LangGraph saves checkpoints in the background: the first task's writes could be saved beside
+            # the input checkpoint before the parent's kill lands. Set before the save, so none is.
+            if self.kind == "input" and metadata.get("source") == "input":
+                self.frozen = True
+
         def sync_put(saver, config, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def]
+            freeze(metadata)
             if before_put(metadata):
                 with self.writing:
                     self.writing.wait_for(lambda: self.in_flight == 0)
@@ -228,7 +240,7 @@ class _Stops:
             return out
 
         def sync_put_writes(saver, config, writes, *args, **kwargs):  # type: ignore[no-untyped-def]
-            writes_start()
+            writes_start(writes)
             try:
                 put_writes(saver, config, writes, *args, **kwargs)
             finally:
@@ -236,6 +248,7 @@ class _Stops:
             after_writes(writes)
 
         async def async_put(saver, config, checkpoint, metadata, new_versions):  # type: ignore[no-untyped-def]
+            freeze(metadata)
             if before_put(metadata):
                 while self.in_flight:  # saved on this event loop: wait without blocking it
                     await asyncio.sleep(0.005)
@@ -245,7 +258,7 @@ class _Stops:
             return out
 
         async def async_put_writes(saver, config, writes, *args, **kwargs):  # type: ignore[no-untyped-def]
-            writes_start()
+            writes_start(writes)
             try:
                 await aput_writes(saver, config, writes, *args, **kwargs)
             finally:
