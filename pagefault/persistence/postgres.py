@@ -30,6 +30,7 @@ from langchain_core.tools import BaseTool
 
 from pagefault.engines import connections as backends
 from pagefault.engines.connections import CONNECT_TIMEOUT, Home, bind_home, is_postgres_down, postgres_unavailable
+from pagefault.engines.langgraph_private import set_delta_page_size
 from pagefault.engines.locks import AdvisoryLocks, bind_locks, locks_for
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.delta_memo import RememberingAsyncPostgresSaver, RememberingPostgresSaver
@@ -52,12 +53,9 @@ DELTA_PAGE_ROWS = 128
 
 def lean_delta_reads() -> None:
     """Have LangGraph's Postgres savers, sync and async, read ``DELTA_PAGE_ROWS`` checkpoints a page.
-    (Their module constant: the savers take no such setting. It holds for the whole process.)"""
-    import langgraph.checkpoint.postgres as sync_saver
-    import langgraph.checkpoint.postgres.aio as async_saver
-
-    for module in (sync_saver, async_saver):
-        module._DELTA_PAGE_SIZE = DELTA_PAGE_ROWS  # type: ignore[attr-defined]
+    (A private module constant of theirs, set in ``engines.langgraph_private``: the savers take no such
+    setting. It holds for the whole process.)"""
+    set_delta_page_size(DELTA_PAGE_ROWS)
 
 
 def _bind_advisory(url: str, *holders: Any) -> AdvisoryLocks:
