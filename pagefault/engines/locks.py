@@ -15,13 +15,16 @@ A Postgres session lock, and a record lock, belongs to the connection or the pro
 so the threads of one process first queue on a local lock of the same name (``LocalLocks``).
 
 ``locks_of(holder)`` says which locks guard what a store or checkpointer keeps: the ones it was opened
-with (``bind_locks``: the embedded files are bound to their directory's ``FileLocks``), a Postgres
-store's or saver's advisory locks, else this process's own.
+with (``bind_locks``: the embedded files are bound to their directory's ``FileLocks``, ``open_postgres``'s
+saver and store to the advisory locks of the URL it was given), the advisory locks of the database of a
+LangGraph Postgres store or saver opened elsewhere on a pool (the pool's own connection string), else
+this process's own.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 import time
 import weakref
@@ -221,51 +224,84 @@ def locks_for(url: str) -> AdvisoryLocks:
         return _registry[url]
 
 
-def conninfo_of(holder: Any) -> str | None:
-    """The connection string behind a LangGraph Postgres store or saver (sync or async, connection or
-    pool), found through a wrapper's ``store``/``_store``; None for anything else."""
-    for _ in range(4):
-        conn = getattr(holder, "conn", None)
-        if conn is not None:
-            break
-        holder = getattr(holder, "store", None) or getattr(holder, "_store", None)
-        if holder is None:
-            return None
-    else:
-        return None
-    info = getattr(conn, "conninfo", None)  # psycopg_pool pools keep the string they were made with
-    if isinstance(info, str) and info:
-        return info
-    pgconn = getattr(conn, "pgconn", None)  # a single connection: rebuild it from libpq (password included)
-    if pgconn is None:
-        return None
-    from psycopg.conninfo import make_conninfo
-
-    opts = {o.keyword.decode(): o.val.decode() for o in pgconn.info if o.val is not None}
-    return make_conninfo(**{k: v for k, v in opts.items() if v != ""}) or None
-
-
 # store or checkpointer -> the locks it was opened with; weak, so a closed store's entry goes with it
 _bound: "weakref.WeakKeyDictionary[Any, NamedLocks]" = weakref.WeakKeyDictionary()
+# Postgres stores and savers on one connection, unbound, already warned about (held weakly)
+_warned: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_log = logging.getLogger("pagefault.locks")
 
 
 def bind_locks(holder: Any, locks: NamedLocks) -> None:
     """Say that what ``holder`` (a store or a checkpointer) keeps is guarded by ``locks``: every
-    process that opens the same files or database takes the same ones."""
+    process that opens the same files or database takes the same ones. Whoever opens a store or saver
+    binds it (``open_embedded``, ``open_postgres``: the advisory locks of the URL it was given)."""
     _bound[holder] = locks
 
 
-def locks_of(holder: Any) -> NamedLocks:
-    """The locks that guard what ``holder`` (a store or a checkpointer) keeps: the ones it was bound
-    to, a Postgres store's or saver's advisory locks, else this process's own."""
+def _bound_to(holder: Any) -> NamedLocks | None:
     try:
-        bound = _bound.get(holder)
+        return _bound.get(holder)
     except TypeError:  # not weakly referenceable (or not hashable): nothing was bound to it
-        bound = None
-    if bound is not None:
-        return bound
-    url = conninfo_of(holder)
-    return locks_for(url) if url is not None else PROCESS_LOCKS
+        return None
+
+
+def _layers(holder: Any) -> Iterator[Any]:
+    """``holder``, then what it wraps, through a wrapper's public ``store`` attribute (a few deep)."""
+    for _ in range(4):
+        if holder is None:
+            return
+        yield holder
+        holder = getattr(holder, "store", None)
+
+
+def _pool_conninfo(holder: Any) -> str | None:
+    """The connection string of the psycopg pool a LangGraph Postgres store or saver (sync or async) was
+    made on: the string the pool was given (its public ``conninfo``); None for anything else, a store or
+    saver on a single connection included."""
+    info = getattr(getattr(holder, "conn", None), "conninfo", None)
+    return info if isinstance(info, str) and info else None
+
+
+def locks_of(holder: Any) -> NamedLocks:
+    """The locks that guard what ``holder`` (a store or a checkpointer, or a wrapper whose ``store`` is
+    one) keeps: the ones it was bound to (``bind_locks``); for a LangGraph Postgres store or saver opened
+    elsewhere on a pool, the advisory locks of the pool's database; else this process's own (logged once
+    for a Postgres store or saver on a single connection, whose database these locks cannot name: bind
+    it, ``bind_locks(saver, locks_for(url))``, or open it with ``open_postgres``)."""
+    layers = list(_layers(holder))
+    for layer in layers:
+        bound = _bound_to(layer)
+        if bound is not None:
+            return bound
+    for layer in layers:
+        url = _pool_conninfo(layer)
+        if url is not None:
+            return locks_for(url)
+        if _postgres_connection(layer):
+            _warn_unbound(layer)
+            break
+    return PROCESS_LOCKS
+
+
+def _postgres_connection(holder: Any) -> bool:
+    """Whether ``holder`` is a store or saver on a single psycopg connection."""
+    try:
+        import psycopg
+    except ImportError:  # the postgres extra is not installed: no such store either
+        return False
+    return isinstance(getattr(holder, "conn", None), (psycopg.Connection, psycopg.AsyncConnection))
+
+
+def _warn_unbound(holder: Any) -> None:
+    try:
+        if holder in _warned:
+            return
+        _warned.add(holder)
+    except TypeError:  # not weakly referenceable: warned every time
+        pass
+    _log.warning("pagefault: %s is on one Postgres connection and bound to no locks, so its edits and runs take "
+                 "turns within this process only; bind it to its database's (engines.locks.bind_locks(holder, "
+                 "locks_for(url))) or open it with open_postgres", type(holder).__name__)
 
 
 @contextmanager

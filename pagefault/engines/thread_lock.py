@@ -24,9 +24,9 @@ from contextvars import ContextVar
 from typing import Any, AsyncIterator, Iterator
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 
+from pagefault.engines.langgraph_private import compiled_fields, step_checkpointer
 from pagefault.engines.locks import LockTimeout, NamedLocks, ProcessLocks, locks_of
 from pagefault.text.ids import check_run_ids
 
@@ -180,12 +180,6 @@ class SerializedGraph(AdmittingGraph):
                 _held.reset(held)
 
 
-def compiled_fields(graph: CompiledStateGraph[Any, Any, Any, Any]) -> dict[str, Any]:
-    """What a subclass of ``CompiledStateGraph`` is built from to stand for ``graph``: its fields, without
-    the generic alias that ``CompiledStateGraph[...]`` left on it."""
-    return {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
-
-
 _classes: dict[type, type[SerializedGraph]] = {CompiledStateGraph: SerializedGraph, AdmittingGraph: SerializedGraph}
 
 
@@ -214,8 +208,7 @@ def warn_unserialized(config: RunnableConfig) -> None:
     """Log once per checkpointer when a run on a thread whose checkpointer other processes share (the
     embedded files, Postgres) is not inside a ``SerializedGraph`` turn: a ``create_agent`` app compiles its
     own graph, and two such runs on one thread at once fork it. ``config`` is the run's."""
-    conf = config.get("configurable") or {}
-    tid, saver = conf.get("thread_id"), conf.get(CONFIG_KEY_CHECKPOINTER)
+    tid, saver = (config.get("configurable") or {}).get("thread_id"), step_checkpointer(config)
     if tid is None or saver is None or saver in _warned or str(tid) in _in_turn.get():
         return
     if isinstance(locks_of(saver), ProcessLocks):

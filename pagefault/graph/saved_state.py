@@ -14,14 +14,18 @@ from collections import Counter
 from typing import Any, Iterator, Mapping, Sequence
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import Overwrite
 
 from pagefault.graph.state import DELTA_CHANNELS
 
+#: Each delta channel, to read its stored values back as LangGraph does (``from_checkpoint``).
+_CHANNELS = {name: spec.channel() for name, spec in DELTA_CHANNELS.items()}
 
-def _plain(value: Any) -> Any:
-    return value.value if isinstance(value, _DeltaSnapshot) else value
+
+def _plain(channel: str, stored: Any) -> Any:
+    """The value a delta channel's stored blob holds (a snapshot's, or a whole value stored before the
+    channel was a delta channel), read by the channel itself; None for none."""
+    return None if stored is None else _CHANNELS[channel].from_checkpoint(stored).get()
 
 
 def _fold(channel: str, base: Any, writes: Sequence[Any]) -> Any:
@@ -38,7 +42,7 @@ def _fold(channel: str, base: Any, writes: Sequence[Any]) -> Any:
 
 def _stored(tup: CheckpointTuple) -> tuple[dict[str, Any], list[str]]:
     """A checkpoint's stored values (snapshots unwrapped), and the delta channels it must rebuild."""
-    values = {k: _plain(v) for k, v in (tup.checkpoint.get("channel_values") or {}).items()}
+    values = {k: _plain(k, v) if k in DELTA_CHANNELS else v for k, v in (tup.checkpoint.get("channel_values") or {}).items()}
     versions = tup.checkpoint.get("channel_versions") or {}
     return values, [ch for ch in DELTA_CHANNELS if ch not in values and ch in versions]
 
@@ -50,7 +54,7 @@ def saved_values(saver: BaseCheckpointSaver, tup: CheckpointTuple) -> dict[str, 
         history = saver.get_delta_channel_history(config=tup.config, channels=missing)
         for ch in missing:
             entry = history.get(ch) or {"writes": []}
-            values[ch] = _fold(ch, _plain(entry.get("seed")), [w[2] for w in entry["writes"]])
+            values[ch] = _fold(ch, _plain(ch, entry.get("seed")), [w[2] for w in entry["writes"]])
     return values
 
 

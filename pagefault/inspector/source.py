@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
 
+from pagefault.engines.langgraph_private import server_checkpointer
 from pagefault.graph.context import Context
 from pagefault.graph.graph import PagefaultGraph, build_graph
 from pagefault.persistence.embedded import open_embedded
@@ -84,9 +85,8 @@ def postgres_source(url: str | None = None) -> MemorySource:
 
 async def served_source() -> MemorySource:
     """Inside a LangGraph server: its own checkpointer and store, and the settings its graph is served with."""
-    from langgraph_api._checkpointer import get_checkpointer  # the server's; only there when served
-    from langgraph_api.store import get_store
+    from langgraph_api.store import get_store  # the server's; only there when served
 
     settings = served_settings()
-    return MemorySource(await get_checkpointer(), await get_store(), settings, settings.base.data_dir,
+    return MemorySource(await server_checkpointer(), await get_store(), settings, settings.base.data_dir,
                         "the LangGraph server's checkpointer and store")

@@ -3,8 +3,10 @@
 ``open_postgres(url)`` is ``open_embedded``'s counterpart: LangGraph's own ``PostgresSaver`` (the
 thread history, the source of truth for recall) and ``PostgresStore`` (core memory), over one
 connection pool, their tables made on first use. Setup is idempotent and takes an advisory lock,
-so replicas starting together do not race on it. Graphs it builds are ``SerializedGraph``: runs
-on one thread take turns across replicas, and every step is checkpointed before the next.
+so replicas starting together do not race on it. The saver and store are bound to the database's
+advisory locks (``engines.locks.bind_locks``), which every replica opened on the same URL shares. Graphs
+it builds are ``SerializedGraph``: runs on one thread take turns across replicas, and every step is
+checkpointed before the next.
 
 ``open_persistence()`` picks Postgres when ``PAGEFAULT_DATABASE_URL`` is set, else the embedded
 SQLite files. ``checkpointer`` and ``store`` are for a LangGraph server's ``langgraph.json``
@@ -28,7 +30,8 @@ from langchain_core.tools import BaseTool
 
 from pagefault.engines import connections as backends
 from pagefault.engines.connections import CONNECT_TIMEOUT, Home, bind_home, is_postgres_down, postgres_unavailable
-from pagefault.engines.locks import locks_for
+from pagefault.engines.langgraph_private import set_delta_page_size
+from pagefault.engines.locks import AdvisoryLocks, bind_locks, locks_for
 from pagefault.engines.thread_lock import THREAD_WAIT, SerializedGraph, serialized
 from pagefault.graph.delta_memo import RememberingAsyncPostgresSaver, RememberingPostgresSaver
 from pagefault.graph.graph import build_graph
@@ -50,12 +53,18 @@ DELTA_PAGE_ROWS = 128
 
 def lean_delta_reads() -> None:
     """Have LangGraph's Postgres savers, sync and async, read ``DELTA_PAGE_ROWS`` checkpoints a page.
-    (Their module constant: the savers take no such setting. It holds for the whole process.)"""
-    import langgraph.checkpoint.postgres as sync_saver
-    import langgraph.checkpoint.postgres.aio as async_saver
+    (A private module constant of theirs, set in ``engines.langgraph_private``: the savers take no such
+    setting. It holds for the whole process.)"""
+    set_delta_page_size(DELTA_PAGE_ROWS)
 
-    for module in (sync_saver, async_saver):
-        module._DELTA_PAGE_SIZE = DELTA_PAGE_ROWS  # type: ignore[attr-defined]
+
+def _bind_advisory(url: str, *holders: Any) -> AdvisoryLocks:
+    """The advisory locks of the database at ``url``, bound to the saver and store opened on it: what they
+    keep is guarded by those locks (``engines.locks.locks_of``), in every process opened on that URL."""
+    locks = locks_for(url)
+    for holder in holders:
+        bind_locks(holder, locks)
+    return locks
 
 
 def _required(url: str | None) -> str:
@@ -113,8 +122,9 @@ def open_postgres(url: str | None = None, *, data_dir: str | None = None,
         kwargs={**_POOL_KWARGS, "row_factory": dict_row}))
     lean_delta_reads()
     saver, store = RememberingPostgresSaver(pool, serde=checkpoint_serializer()), PostgresStore(pool)
+    locks = _bind_advisory(url, saver, store)
     try:
-        with locks_for(url).hold("setup", "langgraph", timeout=60):
+        with locks.hold("setup", "langgraph", timeout=60):
             saver.setup()
             store.setup()
     except Exception as e:
@@ -170,7 +180,7 @@ async def _async_setup(url: str, pool: Any) -> tuple[Any, Any]:
 
     lean_delta_reads()
     saver, store = RememberingAsyncPostgresSaver(pool, serde=checkpoint_serializer()), AsyncPostgresStore(pool)
-    locks = locks_for(url)
+    locks = _bind_advisory(url, saver, store)
     await asyncio.to_thread(locks.acquire, "setup", "langgraph", timeout=60)
     try:
         await saver.setup()

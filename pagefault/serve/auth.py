@@ -29,6 +29,7 @@ import httpx
 import jwt
 from langgraph_sdk import Auth, get_client
 
+from pagefault.engines.langgraph_private import CONTEXT_PROVIDED
 from pagefault.graph.context import Context
 from pagefault.serve.settings import (
     AUTHENTICATED,
@@ -265,7 +266,7 @@ async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.RunsCreat
     user = _user(ctx)
     kwargs = value.get("kwargs") or {}
     config = kwargs.get("config") or {}
-    context_given = bool((config.get("configurable") or {}).get("__context_provided__"))
+    context_given = bool((config.get("configurable") or {}).get(CONTEXT_PROVIDED))
     # The server copies a run's context into its configurable (and its configurable into the context when
     # no context was given): check what the client sent, once.
     if context_given:

@@ -2,11 +2,12 @@
 
 LangGraph checkpoints a run's input before any node runs (a checkpoint whose source is ``input``, the
 input still in the ``__start__`` channel), then each step. A run whose process is killed leaves its
-thread with steps still to run. A later call with new input does not run them: LangGraph's loop
-(``PregelLoop._first``, when the input is neither None, a ``Command``, nor the same run again) marks
-the tasks of the thread's last checkpoint as seen without running them, drops the writes they had
-saved, and puts the new input in ``__start__`` where the old one was. A message checkpointed at
-``input`` vanished that way, and a memory call the model had made never ran.
+thread with steps still to run. A later call with new input does not run them: LangGraph (when the
+input is neither None, a ``Command``, nor the same run again) marks the tasks of the thread's last
+checkpoint as seen without running them, drops the writes they had saved, and puts the new input in
+``__start__`` where the old one was; ``None`` as input runs them (both pinned, with the private code
+they come from, in ``engines.langgraph_private``). A message checkpointed at ``input`` vanished that
+way, and a memory call the model had made never ran.
 
 - ``ResumingGraph`` is the compiled pagefault graph, in process and served. A call with new input on a
   thread whose last run was cut short first saves its input (held: a ``HELD`` write against the thread's
@@ -41,12 +42,12 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMe
 from langchain_core.messages.utils import convert_to_messages
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateSnapshot
 
-from pagefault.engines.thread_lock import AdmittingGraph, compiled_fields
+from pagefault.engines.langgraph_private import compiled_fields, step_checkpoint_map, step_checkpointer
+from pagefault.engines.thread_lock import AdmittingGraph
 from pagefault.graph.context import Context
 from pagefault.graph.delta_memo import last_saved
 from pagefault.graph.saved_state import saved_values
@@ -434,9 +435,8 @@ class FirstStep:
     def of(cls, config: RunnableConfig) -> "FirstStep | None":
         """The first step of ``config`` (a step's config); None for a graph without a checkpointer, or
         nested in another graph."""
-        conf = config.get("configurable") or {}
-        saver, thread = conf.get(CONFIG_KEY_CHECKPOINTER), conf.get("thread_id")
-        where = conf.get("checkpoint_map") or {}
+        saver, thread = step_checkpointer(config), (config.get("configurable") or {}).get("thread_id")
+        where = step_checkpoint_map(config)
         here, task_step = where.get(""), (config.get("metadata") or {}).get("langgraph_step")
         if not isinstance(saver, BaseCheckpointSaver) or thread is None or set(where) != {""} or not here \
                 or not isinstance(task_step, int):

@@ -207,6 +207,27 @@ class _PausingStore:
         return self.store.put(*args, **kwargs)
 
 
+async def test_the_saver_and_store_are_bound_to_the_advisory_locks_of_the_url_they_were_opened_with(database, caplog):
+    """``open_postgres`` (sync and async) binds its saver and store to the advisory locks of the URL it was given,
+    and a wrapper whose ``store`` is one is guarded by them too. A LangGraph Postgres store opened elsewhere on a
+    pool takes the locks of its pool's database; one on a single connection, whose database the locks cannot
+    name without rebuilding its connection string, takes this process's own, and says so once."""
+    from psycopg_pool import ConnectionPool
+
+    from pagefault.engines.locks import PROCESS_LOCKS, locks_for, locks_of
+
+    with open_postgres(database) as p:
+        assert locks_of(p.checkpointer) is locks_of(p.store) is locks_of(_PausingStore(p.store)) is locks_for(database)
+        assert p.graph().locks is locks_for(database)
+    async with open_postgres_async(database) as p:
+        assert locks_of(p.checkpointer) is locks_of(p.store) is locks_for(database)
+    pool = ConnectionPool(database, min_size=1, max_size=1, open=False)
+    assert locks_of(PostgresStore(pool)) is locks_for(database)
+    with PostgresStore.from_conn_string(database) as store, caplog.at_level("WARNING", logger="pagefault.locks"):
+        assert locks_of(store) is PROCESS_LOCKS and locks_of(store) is PROCESS_LOCKS
+    assert caplog.text.count("bound to no locks") == 1, caplog.text
+
+
 def test_set_block_waits_for_an_append_in_flight(database):
     """An append has read the block and is about to write it when set_block starts: set_block waits for the
     append's lock, so neither edit is lost and the set, coming second, is what the block holds."""
