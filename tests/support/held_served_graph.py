@@ -1,8 +1,9 @@
 """pagefault's served graph, for ``tests/server/test_killed_turn_served.py``, with a way to hold a run at its input.
 
 When the file ``PAGEFAULT_TEST_HOLD`` names exists, the next run's first node (``reason``, which runs once the
-run's input checkpoint is saved; the graph's admission, before that, reads no node's settings) removes it, creates ``<hold>.held`` and waits there
-until the server is killed, or until ``<hold>.release`` appears (the held run then fails).
+run's input checkpoint is saved; the graph's admission, before that, reads no node's settings) removes it,
+creates ``<hold>.held`` and waits there until the server is killed, or until ``<hold>.release`` appears (the
+held run then fails).
 
 ``langgraph dev`` writes its in-memory checkpoints and runs to ``.langgraph_api`` every 10 seconds; here
 every 0.2 seconds after its first write, so that a held run is on disk soon before the test kills the server.

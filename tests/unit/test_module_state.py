@@ -101,6 +101,8 @@ REGISTRIES: dict[str, str] = {
     "pagefault.stores.cached_reads:_cache": "weak, keyed by the store itself, then by namespace; an entry is "
                                             "valid while the store's version is unchanged (no clock)",
     "pagefault.engines.thread_lock:_warned": "weak set of checkpointers already warned about, the objects themselves",
+    "pagefault.engines.locks:_warned": "weak set of unbound single-connection Postgres holders already warned about, "
+                                       "the objects themselves",
     "pagefault.stores.writers.recall_writer:_writers": "weak set of the live recall writers, drained at exit",
     "pagefault.stores.writers.archival_journal:ArchivalJournal.running": "weak set of the live journals, drained at "
                                                                          "exit",
