@@ -188,8 +188,8 @@ class _Stops:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
         from pagefault.stores.archival import ArchivalStore
-        from pagefault.window.cut_short import HELD
         from pagefault.stores.core import CoreMemory
+        from pagefault.window.cut_short import HELD
 
         put, put_writes = SqliteSaver.put, SqliteSaver.put_writes
         aput, aput_writes = AsyncSqliteSaver.aput, AsyncSqliteSaver.aput_writes
