@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.tools.base import ArgsSchema
@@ -445,11 +445,22 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
 }
 
 
+def unknown_tool(name: str, given: Collection[str]) -> ToolError:
+    """The error for a call to ``name``, which is not one of the memory tools ``given`` to the model."""
+    return ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(n for n in MEMORY_TOOLS if n in given)}")
+
+
+def invalid_arguments(name: str, error: ValidationError) -> ToolError:
+    """The error for a call to ``name`` whose arguments its schema refused (``error``), naming each problem."""
+    problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}" for err in error.errors())
+    return ToolError(f"invalid arguments for {name}: {problems}")
+
+
 def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult:
     """Validate and run one memory tool call; any failure is a ToolError with a clear message."""
     tool = MEMORY_TOOLS.get(name) if name in call.tools else None
     if tool is None:
-        raise ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(n for n in MEMORY_TOOLS if n in call.tools)}")
+        raise unknown_tool(name, call.tools)
     if isinstance(raw_args, str):  # some providers hand back the raw JSON text
         try:
             raw_args = json.loads(raw_args)
@@ -460,8 +471,7 @@ def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult
     try:
         args = tool.schema.model_validate(raw_args)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}" for err in e.errors())
-        raise ToolError(f"invalid arguments for {name}: {problems}")
+        raise invalid_arguments(name, e)
     try:
         return tool.run(call, args)
     except CoreMemoryError as e:
