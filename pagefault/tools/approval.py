@@ -106,9 +106,10 @@ def read_decisions(answer: object, requests: Sequence[Request]) -> dict[str, Dec
 class Reviewed:
     """The calls of one step after review: core edits from untrusted content are found, and with
     ``untrusted_core_edits="approve"`` a person is asked about all of them at once, before any call
-    runs (so nothing is written twice when the run resumes and the step starts over). The graph's
-    memory node reviews all the memory calls of its AI message as one step; a memory tool
-    (``window.toolset``) reviews its own call, unless it is handed a step that covers it."""
+    runs (so nothing is written twice when the run resumes and the step starts over). Every memory tool
+    carries out its call through here: the graph's memory node reviews all the memory calls of its AI
+    message as one step and hands it to the tools (``window.toolset``); a tool anywhere else reviews
+    its own call."""
 
     def __init__(self, call: MemoryCall, requests: Sequence[Request], *, can_ask: bool = True) -> None:
         """``can_ask=False``: no run to pause (a tool called outside a graph), so nobody is asked and an

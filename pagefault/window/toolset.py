@@ -20,11 +20,13 @@ import asyncio
 from typing import Any, Callable, Sequence
 
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, ToolException
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools.base import ArgsSchema
 from langgraph.prebuilt import ToolRuntime
+from pydantic import BaseModel
 
 from pagefault.tools.approval import Request, Reviewed
-from pagefault.tools.handlers import MemoryCall, MemoryTool, MemoryToolSchema, ToolError, invalid_arguments
+from pagefault.tools.handlers import MemoryCall, MemoryTool, ToolError, invalid_arguments, model_schema
 from pagefault.window.events import emit_page_fault
 
 OpenCall = Callable[[ToolRuntime | None], MemoryCall]
@@ -47,6 +49,20 @@ def _step(runtime: ToolRuntime | None, request: Request) -> Reviewed | None:
         return None
     step = (runtime.config.get("configurable") or {}).get(_STEP)
     return step if isinstance(step, Reviewed) and request.tool_call_id in step.ids else None
+
+
+class MemoryStructuredTool(StructuredTool):
+    """A memory tool as LangChain sees it: a ``StructuredTool`` whose arguments are validated by its
+    pydantic ``args_schema``, and shown to the model as ``model_schema`` of it (its ``tool_call_schema``,
+    what ``bind_tools`` and ``convert_to_openai_tool`` send)."""
+
+    @property
+    def tool_call_schema(self) -> ArgsSchema:
+        """``model_schema`` of the tool's pydantic ``args_schema`` (LangChain's own for any other)."""
+        args = self.args_schema
+        if isinstance(args, type) and issubclass(args, BaseModel):
+            return model_schema(args)
+        return super().tool_call_schema
 
 
 def _error_text(error: ToolException) -> str:
@@ -78,7 +94,7 @@ def _memory_tool(spec: MemoryTool, open_call: OpenCall) -> BaseTool:
         emit_page_fault(spec.name, "error", [])
         return f"Error: {invalid_arguments(spec.name, error)}"
 
-    return MemoryToolSchema.from_function(
+    return MemoryStructuredTool.from_function(
         func=run, coroutine=arun, name=spec.name, description=spec.description, args_schema=spec.schema,
         response_format="content_and_artifact", handle_tool_error=_error_text, handle_validation_error=invalid,
     )
