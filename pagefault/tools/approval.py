@@ -106,13 +106,17 @@ def read_decisions(answer: object, requests: Sequence[Request]) -> dict[str, Dec
 class Reviewed:
     """The calls of one step after review: core edits from untrusted content are found, and with
     ``untrusted_core_edits="approve"`` a person is asked about all of them at once, before any call
-    runs (so nothing is written twice when the run resumes and the step starts over). The graph's
-    memory node and the plain LangChain tools both go through here."""
+    runs (so nothing is written twice when the run resumes and the step starts over). Every memory tool
+    carries out its call through here: the graph's memory node reviews all the memory calls of its AI
+    message as one step and hands it to the tools (``window.toolset``); a tool anywhere else reviews
+    its own call."""
 
     def __init__(self, call: MemoryCall, requests: Sequence[Request], *, can_ask: bool = True) -> None:
         """``can_ask=False``: no run to pause (a tool called outside a graph), so nobody is asked and an
         untrusted core edit is refused as the handler refuses any unapproved one."""
         self.call = call
+        #: The tool-call ids of the calls this step reviewed.
+        self.ids = frozenset(r.tool_call_id for r in requests)
         self.reasons = {r.tool_call_id: why for r in requests if (why := untrusted_core_edit(call, r.tool, r.args))}
         self.decisions: dict[str, Decision] = {}
         if self.reasons and call.untrusted_core_edits == "approve" and can_ask:

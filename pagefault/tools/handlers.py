@@ -1,8 +1,9 @@
 """The memory tool surface (MemGPT's canonical five) and how each call is carried out.
 
-The schemas are what the model sees. The handlers run inside the graph's ``memory`` node with a
-``MemoryCall`` that carries the scope from the run's context, so no argument can reach another
-user's memory. Every bad argument becomes a ``ToolError`` whose message the model can act on.
+The schemas are what the model sees. The handlers run with a ``MemoryCall`` that carries the scope
+from the run's context, so no argument can reach another user's memory; the LangChain tools that call
+them (one ``StructuredTool`` each, for the graph, the middleware and ``memory_tools``) are made in
+``window.toolset``. Every bad argument becomes a ``ToolError`` whose message the model can act on.
 
 Search results reach the model as quoted data: inside ``<memory_results>`` tags, one hit per
 entry with its provenance (origin, thread, turn, time) and its text as a JSON string literal, with
@@ -20,10 +21,8 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
-from langchain_core.tools import BaseTool, StructuredTool
-from langchain_core.tools.base import ArgsSchema
 from pydantic import BaseModel, Field, ValidationError
 from pydantic.json_schema import SkipJsonSchema
 
@@ -445,11 +444,22 @@ MEMORY_TOOLS: dict[str, MemoryTool] = {
 }
 
 
+def unknown_tool(name: str, given: Collection[str]) -> ToolError:
+    """The error for a call to ``name``, which is not one of the memory tools ``given`` to the model."""
+    return ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(n for n in MEMORY_TOOLS if n in given)}")
+
+
+def invalid_arguments(name: str, error: ValidationError) -> ToolError:
+    """The error for a call to ``name`` whose arguments its schema refused (``error``), naming each problem."""
+    problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}" for err in error.errors())
+    return ToolError(f"invalid arguments for {name}: {problems}")
+
+
 def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult:
     """Validate and run one memory tool call; any failure is a ToolError with a clear message."""
     tool = MEMORY_TOOLS.get(name) if name in call.tools else None
     if tool is None:
-        raise ToolError(f"unknown tool {name!r}; memory tools are: {', '.join(n for n in MEMORY_TOOLS if n in call.tools)}")
+        raise unknown_tool(name, call.tools)
     if isinstance(raw_args, str):  # some providers hand back the raw JSON text
         try:
             raw_args = json.loads(raw_args)
@@ -460,8 +470,7 @@ def run_memory_tool(call: MemoryCall, name: str, raw_args: object) -> ToolResult
     try:
         args = tool.schema.model_validate(raw_args)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'arguments'}: {err['msg']}" for err in e.errors())
-        raise ToolError(f"invalid arguments for {name}: {problems}")
+        raise invalid_arguments(name, e)
     try:
         return tool.run(call, args)
     except CoreMemoryError as e:
@@ -547,35 +556,3 @@ def model_schema(args: type[BaseModel]) -> dict[str, Any]:
     takes its default; one that matters is said in its description). Every argument, its type and
     whether it is required stay; a fresh dict each time."""
     return dict(json.loads(_model_schema(args)))
-
-
-class MemoryToolSchema(StructuredTool):
-    """A memory tool as LangChain sees it: a ``StructuredTool`` whose arguments are validated by its
-    pydantic ``args_schema``, and shown to the model as ``model_schema`` of it (its ``tool_call_schema``,
-    what ``bind_tools`` and ``convert_to_openai_tool`` send)."""
-
-    @property
-    def tool_call_schema(self) -> ArgsSchema:
-        """``model_schema`` of the tool's pydantic ``args_schema`` (LangChain's own for any other)."""
-        args = self.args_schema
-        if isinstance(args, type) and issubclass(args, BaseModel):
-            return model_schema(args)
-        return super().tool_call_schema
-
-
-def memory_tool_schemas(tools: Sequence[MemoryTool]) -> list[BaseTool]:
-    """``tools`` (from ``choose_memory_tools``) as the model is given them by the graph, which binds them and
-    runs their calls in its memory node: calling one of these directly is an error."""
-
-    def schema_only(spec: MemoryTool) -> BaseTool:
-        def not_here(**_: Any) -> str:
-            raise RuntimeError(f"{spec.name} runs in pagefault's memory node, not as a plain tool")
-
-        return MemoryToolSchema.from_function(func=not_here, name=spec.name, description=spec.description,
-                                              args_schema=spec.schema)
-
-    return [schema_only(t) for t in tools]
-
-
-#: The six tools as the model sees them (bound in the reason node), with their usual descriptions.
-MEMORY_TOOL_SCHEMAS: list[BaseTool] = memory_tool_schemas(choose_memory_tools())

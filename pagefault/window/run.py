@@ -10,6 +10,7 @@ middleware, the memory tools and the CLI. It holds the one copy of three flows t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -63,6 +64,13 @@ def services(ctx: Context, store: BaseStore | None = None) -> MemoryServices:
     directory (``Engines.of``: a ``ctx.data_dir`` naming another is refused)."""
     e = Engines.of(ctx, store)
     return MemoryServices.open(e.data_dir, chroma_url=e.chroma_url, database_url=e.database_url, embeddings=e.embeddings)
+
+
+def state_field(state: Any, name: str, default: Any) -> Any:
+    """``name`` of an agent's state: a mapping (``create_agent``'s) or an object (the graph's ``PagefaultState``)."""
+    if isinstance(state, Mapping):
+        return state.get(name, default)
+    return getattr(state, name, default)
 
 
 def thread_id(config: RunnableConfig) -> str:
@@ -173,6 +181,15 @@ class MemoryRun:
     def over_budget(self, main: MainContext) -> bool:
         """Whether the main context (without the pressure note) is past the compaction trigger."""
         return main.measured > self.ctx.compaction_trigger * self.ctx.context_window
+
+    def state_call(self, state: Any) -> MemoryCall:
+        """``memory_call`` for the last AI message of an agent's ``state``: the graph's ``PagefaultState``, or
+        a state mapping (``create_agent``'s). A state without ``evicted_count`` is an app's that keeps no such
+        count (it trims its own messages, say): its recall searches cover everything."""
+        evicted = state_field(state, "evicted_count", None)
+        users = state_field(state, "evicted_user_messages", None)
+        return self.memory_call(list(state_field(state, "messages", None) or []),
+                                int(evicted) if evicted is not None else None, int(users) if users is not None else -1)
 
     def memory_call(self, messages: Sequence[BaseMessage], evicted_count: int | None,
                     evicted_user_messages: int = -1) -> MemoryCall:

@@ -11,6 +11,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
+from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 
 from pagefault.consolidation.supersede import supersede_judge
@@ -19,9 +20,11 @@ from pagefault.models.chat import load_chat_model, load_summary_model, token_mod
 from pagefault.models.tokens import TokenCounter, token_counter
 from pagefault.serve.settings import ServerSettings, check_client_settings, identity_of
 from pagefault.text.prompts import Prompts
-from pagefault.tools.handlers import MEMORY_TOOLS, MemoryToolChoice, choose_memory_tools, memory_tool_schemas
+from pagefault.tools.handlers import MEMORY_TOOLS, MemoryCall, MemoryToolChoice, ToolError, choose_memory_tools
 from pagefault.window.fixed_part import check_window
-from pagefault.window.run import MemoryRun
+from pagefault.window.run import MemoryRun, state_field
+from pagefault.window.thread_owner import claim_thread
+from pagefault.window.toolset import memory_tool_set
 
 
 @dataclass
@@ -29,7 +32,8 @@ class AgentSetup:
     """How a graph was built, fixed for all its runs: an explicit model (else the context's), the
     user's own tools, the memory tools its model gets (``memory_tools``, a ``MemoryToolChoice``: all six
     when None), its ``prompts``, and for a served graph the server's settings (``served``), which decide
-    what a client's context may set."""
+    what a client's context may set. The memory tools themselves (``memory_toolset``) are made once, here:
+    the reason node binds them and the memory node runs them, the same objects."""
 
     model: BaseChatModel | None = None
     tools: Sequence[BaseTool] = ()
@@ -48,7 +52,7 @@ class AgentSetup:
             raise ValueError("tool names must be unique")
         if not isinstance(self.prompts, Prompts):
             raise ValueError(f"prompts must be a pagefault Prompts, got {self.prompts!r}")
-        self._memory = memory_tool_schemas(choose_memory_tools(self.memory_tools))
+        self._memory = memory_tool_set(choose_memory_tools(self.memory_tools), self._tool_call)
         self._schemas = [convert_to_openai_tool(t) for t in self.all_tools]
 
     @property
@@ -59,6 +63,11 @@ class AgentSetup:
     def memory_tool_names(self) -> frozenset[str]:
         """The memory tools this graph's model has (a call to another one is refused)."""
         return frozenset(t.name for t in self._memory)
+
+    @property
+    def memory_toolset(self) -> list[BaseTool]:
+        """This graph's memory tools (``window.toolset``): bound to its model, and run in its memory node."""
+        return list(self._memory)
 
     @property
     def all_tools(self) -> list[BaseTool]:
@@ -97,6 +106,22 @@ class AgentSetup:
             return
         ctx = self.run_context(context, config)
         check_window(self.open_run(ctx, store, config).fixed_part(self.tool_schemas), ctx)
+
+    def memory_call(self, context: Any, store: Any, state: Any, config: RunnableConfig) -> MemoryCall:
+        """What the memory calls of the last AI message in ``state`` may touch, in a run of this graph: the
+        run opened (``context``, the one it was started with; its ``store`` and ``config``), the thread's
+        owner checked (``ThreadOwnedError`` before anything is read), and the window's place in the
+        thread read from ``state`` (the graph's ``PagefaultState``, or another agent's state mapping)."""
+        run = self.open_run(self.run_context(context, config), store, config)
+        claim_thread(state_field(state, "owner", None), run.scope, run.thread_id)
+        return run.state_call(state)
+
+    def _tool_call(self, runtime: ToolRuntime | None) -> MemoryCall:
+        """How this graph's memory tools open a call (``window.toolset.OpenCall``): from the run they run in."""
+        if runtime is None:
+            raise ToolError("this graph's memory tools run inside a run (its store, context and state); "
+                            "for direct calls use pagefault.memory_tools()")
+        return self.memory_call(runtime.context, runtime.store, runtime.state, runtime.config)
 
     def context(self, runtime: Runtime[Any]) -> Context:
         """The run's settings, from inside the run (a node): ``run_context`` of its runtime's context."""

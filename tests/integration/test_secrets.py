@@ -109,6 +109,52 @@ def test_redaction_is_configurable(embedded, data_dir, redact_secrets):
         assert stored == [text] and core == text
 
 
+class _AppendKey(BaseChatModel):
+    """Fake LLM: saves the user's key to core memory, then answers."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "append-key"
+
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        if isinstance(messages[-1], HumanMessage):
+            msg = AIMessage("", tool_calls=[{"name": "core_memory_append", "id": "c1", "type": "tool_call",
+                                             "args": {"section": "human", "text": f"API key: {OPENAI}"}}])
+        else:
+            msg = AIMessage("Saved.")
+        return ChatResult(generations=[ChatGeneration(message=msg)])
+
+
+def test_redact_secrets_false_is_honoured_by_the_middleware(data_dir):
+    from langchain.agents import create_agent
+
+    from pagefault import PagefaultMiddleware
+
+    with open_embedded(data_dir) as p:
+        for redact_secrets, user in ((False, "kay"), (True, "kim")):
+            ctx = Context(user_id=user, data_dir=data_dir, redact_secrets=redact_secrets)
+            agent = create_agent(_AppendKey(), [], middleware=[PagefaultMiddleware(ctx)],
+                                 checkpointer=p.checkpointer, store=p.store)
+            agent.invoke({"messages": [HumanMessage("remember my key")]}, {"configurable": {"thread_id": f"t-{user}"}})
+            value = CoreMemory(p.store, Scope(user)).get("human").value
+            assert (OPENAI in value) is (not redact_secrets), value
+
+
+def test_redact_secrets_false_is_honoured_by_memory_tools(data_dir):
+    from pagefault import memory_tools
+
+    with open_embedded(data_dir) as p:
+        for redact_secrets, user in ((False, "kay"), (True, "kim")):
+            ctx = Context(user_id=user, data_dir=data_dir, redact_secrets=redact_secrets)
+            (append,) = [t for t in memory_tools(ctx, store=p.store) if t.name == "core_memory_append"]
+            append.invoke({"section": "human", "text": f"API key: {OPENAI}"})
+            value = CoreMemory(p.store, Scope(user)).get("human").value
+            assert (OPENAI in value) is (not redact_secrets), value
+
+
 def test_env_var_must_be_a_real_bool(monkeypatch):
     monkeypatch.setenv("PAGEFAULT_REDACT_SECRETS", "false")
     assert Context().redact_secrets is False

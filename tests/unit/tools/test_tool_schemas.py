@@ -15,13 +15,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pagefault import Context, memory_tools
 from pagefault.models.tokens import token_counter
 from pagefault.text.prompts import MEMORY_TOOLS_MARKER, SYSTEM_PROMPT, TOOL_GUIDANCE, Prompts
-from pagefault.tools.handlers import (
-    MEMORY_TOOL_SCHEMAS,
-    MEMORY_TOOLS,
-    choose_memory_tools,
-    memory_tool_schemas,
-    model_schema,
-)
+from pagefault.tools.handlers import MEMORY_TOOLS, choose_memory_tools, model_schema
 from pagefault.window.setup import AgentSetup
 
 COUNTER = token_counter("gpt-4o-mini")
@@ -30,7 +24,7 @@ BUDGET = 600
 
 
 def _sent() -> dict[str, dict]:
-    return {t.name: convert_to_openai_tool(t) for t in MEMORY_TOOL_SCHEMAS}
+    return {t.name: convert_to_openai_tool(t) for t in AgentSetup().memory_toolset}
 
 
 def test_the_six_schemas_fit_in_600_o200k_tokens():
@@ -92,8 +86,9 @@ def test_a_list_chooses_a_subset_in_the_usual_order():
 
 
 def test_a_mapping_rewords_the_descriptions_on_one_line():
-    chosen = choose_memory_tools({"archival_memory_search": "  Look up\n   saved facts. ", "procedure_update": None})
-    (search, procedure) = memory_tool_schemas(chosen)
+    choice = {"archival_memory_search": "  Look up\n   saved facts. ", "procedure_update": None}
+    assert [t.name for t in choose_memory_tools(choice)] == ["archival_memory_search", "procedure_update"]
+    (search, procedure) = AgentSetup(memory_tools=choice).memory_toolset
     assert search.description == "Look up saved facts."
     assert procedure.description == MEMORY_TOOLS["procedure_update"].description
     assert convert_to_openai_tool(search)["function"]["description"] == "Look up saved facts."
