@@ -24,7 +24,6 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.store.base import BaseStore
 from langgraph.store.sqlite import SqliteStore
 
-from pagefault.consolidation.supersede import supersede_judge
 from pagefault.engines.file_locks import file_locks
 from pagefault.engines.locks import bind_locks
 from pagefault.graph.context import Context, ContextSettings, context_keywords, context_of
@@ -82,9 +81,7 @@ class MemoryBinding:
         ctx = self.settings(runtime)
         store = self.store or (runtime.store if runtime is not None else None) or embedded_store(ctx.data_dir)
         config = runtime.config if runtime is not None else {}
-        run = MemoryRun.open(ctx, store, config, token_counter(ctx.model))
-        if self.model is not None:
-            run.supersede = supersede_judge(self.model)
+        run = MemoryRun.open(ctx, store, config, token_counter(ctx.model), judge=self.model)
         if runtime is None:
             return run.memory_call([], None)
         # Under PagefaultMiddleware the thread has an owner, and nobody else's call runs; the state says

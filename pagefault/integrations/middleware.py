@@ -267,8 +267,8 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         # that sets a server-owned field is refused (pagefault.serve.settings).
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         store = self.store or getattr(runtime, "store", None) or embedded_store(ctx.data_dir)
-        run = MemoryRun.open(ctx, store, config, token_counter(token_model_name(request.model, ctx.model)))
-        run.prompts = self.prompts
+        run = MemoryRun.open(ctx, store, config, token_counter(token_model_name(request.model, ctx.model)),
+                             prompts=self.prompts, memory_tools=frozenset(t.name for t in self.tools), judge=request.model)
         st = cast(MemoryAgentState, request.state)  # the agent's state has this middleware's state_schema
         claim = claim_thread(st.get("owner"), run.scope, run.thread_id)  # before anything is read or indexed
         view = PagefaultState(

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
@@ -109,7 +110,7 @@ class MemoryRun:
     services: MemoryServices
     counter: TokenCounter
     #: Which stored facts an archival insert replaces (``stores.superseding``); None: the judge of the model
-    #: ``ctx.model`` names (the patterns for the offline model). A graph with an explicit model sets its own.
+    #: ``ctx.model`` names (the patterns for the offline model). A graph with an explicit model has its own.
     supersede: SupersedeJudge | None = None
     #: pagefault's prompts for this run's model (``AgentSetup.prompts``, the middleware's ``prompts``).
     prompts: Prompts = DEFAULT_PROMPTS
@@ -117,14 +118,22 @@ class MemoryRun:
     memory_tools: frozenset[str] = frozenset(MEMORY_TOOLS)
 
     @classmethod
-    def open(cls, ctx: Context, store: BaseStore | None, config: RunnableConfig, counter: TokenCounter) -> "MemoryRun":
+    def open(cls, ctx: Context, store: BaseStore | None, config: RunnableConfig, counter: TokenCounter, *,
+             prompts: Prompts = DEFAULT_PROMPTS, memory_tools: frozenset[str] = frozenset(MEMORY_TOOLS),
+             judge: BaseChatModel | None = None) -> "MemoryRun":
+        """The one place a step's run is put together, for the graph (``AgentSetup.open_run``), the middleware
+        and the memory tools: each hands over what it was built with. ``counter``: tokens of the run's model;
+        ``prompts`` and ``memory_tools``: the ones its model has; ``judge``: the chat model whose judge decides
+        which stored facts an archival insert replaces (None: the one ``ctx.model`` names)."""
         if store is None:
             raise RuntimeError(
                 "pagefault needs a LangGraph store for core memory: use build_graph(store=...) or serve the "
                 "graph with `langgraph dev`, which provides one")
         scope = Scope(ctx.user_id, ctx.agent_id)
         return cls(ctx, scope, thread_id(config), checkpoint_id(config), store, core_memory(store, ctx),
-                   ProceduralMemory(store, scope), services(ctx, store), counter)
+                   ProceduralMemory(store, scope), services(ctx, store), counter,
+                   supersede=supersede_judge(judge) if judge is not None else None, prompts=prompts,
+                   memory_tools=memory_tools)
 
     def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
                      app_prompt: str = "") -> MainContext:

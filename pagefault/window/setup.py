@@ -14,7 +14,6 @@ from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 
-from pagefault.consolidation.supersede import supersede_judge
 from pagefault.graph.context import Context
 from pagefault.models.chat import load_chat_model, load_summary_model, token_model_name
 from pagefault.models.tokens import TokenCounter, token_counter
@@ -91,11 +90,8 @@ class AgentSetup:
         """What one step of a run of this graph touches (``MemoryRun``), counted in its model's tokens, with
         this graph's prompts and memory tools; its archival inserts are judged by this graph's explicit
         model, if it has one (else the context's)."""
-        run = MemoryRun.open(ctx, store, config, self.counter(ctx))
-        run.prompts, run.memory_tools = self.prompts, self.memory_tool_names
-        if self.model is not None:
-            run.supersede = supersede_judge(self.model)
-        return run
+        return MemoryRun.open(ctx, store, config, self.counter(ctx), prompts=self.prompts,
+                              memory_tools=self.memory_tool_names, judge=self.model)
 
     def check_window(self, context: Any, config: RunnableConfig, store: Any) -> None:
         """``WindowTooSmall`` for a run (started with ``context`` and ``config``) whose window cannot hold this
