@@ -200,9 +200,12 @@ class _Stops:
             self.reached("before-write")
             return metadata.get("source") == "loop" and self.kind == "before-checkpoint"
 
-        def writes_start(writes: Any) -> None:
-            if self.frozen and any(c != HELD for c, _v in writes):  # a task's writes, after the input stop's save
-                threading.Event().wait()  # until the parent's SIGKILL: "input" means no node's writes are saved
+        def held_back(writes: Any) -> bool:
+            """A task's writes after an ``input`` stop's save began: "input" means no node's writes are saved,
+            so they wait for the parent's SIGKILL."""
+            return self.frozen and any(c != HELD for c, _v in writes)
+
+        def writes_start() -> None:
             self.reached("before-write")
             with self.writing:
                 self.in_flight += 1
@@ -240,7 +243,9 @@ class _Stops:
             return out
 
         def sync_put_writes(saver, config, writes, *args, **kwargs):  # type: ignore[no-untyped-def]
-            writes_start(writes)
+            if held_back(writes):
+                threading.Event().wait()
+            writes_start()
             try:
                 put_writes(saver, config, writes, *args, **kwargs)
             finally:
@@ -258,7 +263,9 @@ class _Stops:
             return out
 
         async def async_put_writes(saver, config, writes, *args, **kwargs):  # type: ignore[no-untyped-def]
-            writes_start(writes)
+            if held_back(writes):  # on the event loop: wait without blocking it, so the input's save goes on
+                await asyncio.Event().wait()
+            writes_start()
             try:
                 await aput_writes(saver, config, writes, *args, **kwargs)
             finally:
