@@ -40,6 +40,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from support.clock_calls import is_clock_call
+
 PACKAGE = Path(__file__).resolve().parents[2] / "pagefault"
 
 #: Calls that make a mutable container (by the called name, however it was imported).
@@ -56,10 +58,6 @@ MUTATORS = {"add", "append", "appendleft", "extend", "extendleft", "insert", "up
             "intersection_update", "symmetric_difference_update", "set"}
 #: A constant's name: ``NAME``, ``_NAME``, ``__all__``.
 CONSTANT = re.compile(r"^(_*[A-Z][A-Z0-9_]*|__\w+__)$")
-#: Methods that read a clock, whatever they are called on, with no arguments (``time.time()``).
-CLOCK_METHODS = {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns"}
-#: Functions that read a clock when imported bare (``from time import monotonic``).
-CLOCK_FUNCTIONS = {"monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns", "time_ns"}
 
 #: Every piece of process-wide state in ``pagefault/``: ``"module:name"`` -> what it is keyed by, and why
 #: it may live as long as the process.
@@ -333,16 +331,6 @@ def id_calls(tree: ast.Module, module: str) -> list[tuple[str, int, str]]:
     return out
 
 
-def _is_clock_call(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    if isinstance(f, ast.Attribute):
-        if f.attr in CLOCK_METHODS and not node.args:
-            return True
-        owner = f.value.attr if isinstance(f.value, ast.Attribute) else getattr(f.value, "id", None)
-        return f.attr in {"now", "utcnow", "today"} and owner in {"datetime", "date"}
-    return isinstance(f, ast.Name) and f.id in CLOCK_FUNCTIONS
 
 
 def clocked(tree: ast.Module, regs: list[Registry]) -> list[tuple[str, int, str]]:
@@ -353,7 +341,7 @@ def clocked(tree: ast.Module, regs: list[Registry]) -> list[tuple[str, int, str]
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         inside = list(ast.walk(fn))
-        if not any(_is_clock_call(n) for n in inside):
+        if not any(is_clock_call(n) for n in inside):
             continue
         for reg in regs:
             memoized = reg.kind in MEMOIZERS and reg.name == fn.name and reg.line == fn.lineno

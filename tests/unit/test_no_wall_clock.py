@@ -22,12 +22,10 @@ import ast
 import re
 from pathlib import Path
 
+from support.clock_calls import is_clock_call
+
 TESTS = Path(__file__).resolve().parents[1]
 
-#: Methods that read a clock, whatever they are called on (``time.time()``, ``loop.time()``).
-CLOCK_METHODS = {"time", "monotonic", "perf_counter", "process_time", "time_ns", "monotonic_ns", "perf_counter_ns"}
-#: Functions that read a clock when imported bare (``from time import perf_counter``).
-CLOCK_FUNCTIONS = {"monotonic", "perf_counter", "monotonic_ns", "perf_counter_ns", "default_timer"}
 #: Names (variables, attributes, dict keys) that hold a point in time.
 TIMESTAMP = re.compile(r"^(t\d|t_?(start|end|begin|stop)|(start|finish|end|stop)(ed)?_(at|time|ts)|started|finished|"
                        r"deadline)$", re.IGNORECASE)
@@ -46,15 +44,6 @@ def _label(node: ast.AST) -> str | None:
     return None
 
 
-def _is_clock_call(node: ast.AST) -> bool:
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    if isinstance(f, ast.Attribute):
-        if f.attr in CLOCK_METHODS and not node.args:
-            return True
-        return f.attr in {"now", "utcnow"} and _label(f.value) == "datetime"
-    return isinstance(f, ast.Name) and f.id in CLOCK_FUNCTIONS
 
 
 class _Scanner:
@@ -68,7 +57,7 @@ class _Scanner:
     def _timeish(self, node: ast.AST) -> bool:
         for n in ast.walk(node):
             label = _label(n)
-            if _is_clock_call(n) or (isinstance(n, ast.Name) and n.id in self.clocked) or \
+            if is_clock_call(n) or (isinstance(n, ast.Name) and n.id in self.clocked) or \
                     (label is not None and (TIMESTAMP.match(label) or DURATION.search(label))):
                 return True
         return False
@@ -77,7 +66,7 @@ class _Scanner:
         """Whether an expression is a clock reading or arithmetic on one (``time.monotonic() + 30``,
         ``[r["started"] for r in reports]``, ``int(time.time())``), not merely built with one.
         ``named``: a value named like a timestamp counts too."""
-        if _is_clock_call(node) or (isinstance(node, ast.Name) and node.id in self.clocked):
+        if is_clock_call(node) or (isinstance(node, ast.Name) and node.id in self.clocked):
             return True
         label = _label(node)
         if named and isinstance(node, (ast.Subscript, ast.Attribute)) and label is not None and TIMESTAMP.match(label):
