@@ -268,7 +268,7 @@ class PagefaultMiddleware(AgentMiddleware[MemoryAgentState, Any]):
         ctx = self.app.for_app_run(getattr(runtime, "context", None), config)
         store = self.store or getattr(runtime, "store", None) or embedded_store(ctx.data_dir)
         run = MemoryRun.open(ctx, store, config, token_counter(token_model_name(request.model, ctx.model)),
-                             prompts=self.prompts, memory_tools=frozenset(t.name for t in self.tools), judge=request.model)
+                             prompts=self.prompts, memory_tools=frozenset(t.name for t in self.tools))
         st = cast(MemoryAgentState, request.state)  # the agent's state has this middleware's state_schema
         claim = claim_thread(st.get("owner"), run.scope, run.thread_id)  # before anything is read or indexed
         view = PagefaultState(

@@ -135,13 +135,15 @@ class MemoryRun:
                    supersede=supersede_judge(judge) if judge is not None else None, prompts=prompts,
                    memory_tools=memory_tools)
 
-    def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, warn: bool = False,
-                     app_prompt: str = "") -> MainContext:
+    def main_context(self, state: PagefaultState, tool_schemas: list[dict[str, Any]], *, app_prompt: str = "",
+                     warn_at: float | None = None) -> MainContext:
         """The main context as the model is sent it: instructions, core memory, learned procedures,
-        the summary, the window's messages and the tool schemas, each measured in tokens."""
+        the summary, the window's messages and the tool schemas, each measured in tokens; with the
+        memory-pressure note when it reaches ``warn_at`` tokens without it."""
         reads = self.prompt_reads()
-        return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas, warn=warn,
-                                  procedures=reads.procedures, app_prompt=app_prompt, prompts=self.prompts)
+        return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas,
+                                  warn_at=warn_at, procedures=reads.procedures, app_prompt=app_prompt,
+                                  prompts=self.prompts)
 
     def prompt_reads(self) -> PromptReads:
         """The stores' part of a main context, read now."""
@@ -168,11 +170,8 @@ class MemoryRun:
                app_prompt: str = "") -> MainContext:
         """The main context to send now, measured once: with the one-shot memory-pressure note when it is
         due (``MainContext.warned``). The caller that sends it says so (``sending``)."""
-        reads = self.prompt_reads()
         warn_at = None if state.pressure_warned else self.ctx.warning_fraction * self.ctx.context_window
-        return build_main_context(state, self.ctx, self.counter, reads.blocks, reads.records, tool_schemas,
-                                  warn_at=warn_at, procedures=reads.procedures, app_prompt=app_prompt,
-                                  prompts=self.prompts)
+        return self.main_context(state, tool_schemas, app_prompt=app_prompt, warn_at=warn_at)
 
     def sending(self, main: MainContext) -> MainContext:
         """``main`` is sent to the model: a ``memory_pressure`` event when it carries the note."""
@@ -180,12 +179,11 @@ class MemoryRun:
             emit({"event": "memory_pressure", "tokens": main.total, "window": self.ctx.context_window})
         return main
 
-    def fixed_part(self, tool_schemas: list[dict[str, Any]], *, app_prompt: str = "") -> FixedPart:
+    def fixed_part(self, tool_schemas: list[dict[str, Any]]) -> FixedPart:
         """The fixed part of this run's requests (``window.fixed_part``), from the stores as they are now."""
         reads = self.prompt_reads()
         return FixedPart.of_tokens(fixed_sections(self.ctx, self.counter, reads.blocks, reads.records, tool_schemas,
-                                                  procedures=reads.procedures, app_prompt=app_prompt,
-                                                  prompts=self.prompts).tokens)
+                                                  procedures=reads.procedures, prompts=self.prompts).tokens)
 
     def over_budget(self, main: MainContext) -> bool:
         """Whether the main context (without the pressure note) is past the compaction trigger."""
